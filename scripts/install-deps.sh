@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Installs the Debian 12 packages zerotrain builds against, if any are missing.
+# Idempotent and quiet when everything is present. Run by `make` targets.
+set -euo pipefail
+
+packages=(
+  build-essential cmake pkg-config
+  libgloo-dev            # CPU collectives (TCP transport)
+  libdnnl-dev ocl-icd-opencl-dev  # oneDNN GEMM; its CMake config needs OpenCL headers
+  libomp-dev             # OpenMP runtime for compute threads
+  nlohmann-json3-dev     # ds_config parsing
+  libcli11-dev           # command line
+  libgtest-dev googletest libbenchmark-dev
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+echo "zerotrain: installing missing Debian packages: ${missing[*]}"
+sudo=""
+if [ "$(id -u)" -ne 0 ]; then
+  command -v sudo >/dev/null || { echo "zerotrain: need root (or sudo) to install ${missing[*]}" >&2; exit 1; }
+  sudo="sudo"
+fi
+export DEBIAN_FRONTEND=noninteractive
+$sudo apt-get update -qq
+$sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"

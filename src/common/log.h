@@ -1,0 +1,40 @@
+// Minimal leveled logging to stderr with a "[zerotrain rank R]" prefix, so
+// interleaved worker output stays attributable.
+//
+//   log::info("step ", step, " loss ", loss);
+//
+// Thread-safety: each call writes one whole line under a mutex.
+#pragma once
+
+#include <string>
+
+#include "common/status.h"
+
+namespace zerotrain::log {
+
+enum class Level { kDebug, kInfo, kWarn, kError };
+
+void set_level(Level level);
+Level level();
+// Rank shown in the prefix; -1 (default) shows none.
+void set_rank(int rank);
+void write(Level level, const std::string& line);
+
+template <typename... Args>
+void debug(Args&&... args) {
+  if (level() <= Level::kDebug) write(Level::kDebug, detail::concat(args...));
+}
+template <typename... Args>
+void info(Args&&... args) {
+  if (level() <= Level::kInfo) write(Level::kInfo, detail::concat(args...));
+}
+template <typename... Args>
+void warn(Args&&... args) {
+  if (level() <= Level::kWarn) write(Level::kWarn, detail::concat(args...));
+}
+template <typename... Args>
+void error(Args&&... args) {
+  write(Level::kError, detail::concat(args...));
+}
+
+}  // namespace zerotrain::log
