@@ -22,6 +22,7 @@ constexpr Var kRegistry[] = {
     {"CUDA_VISIBLE_DEVICES", "devices this process may use; the launcher sets it per worker"},
     {"OMP_NUM_THREADS", "compute threads per worker"},
     {"HOME", "where `zerotrain run` looks for .deepspeed_env"},
+    {"DS_ENV_FILE", "name of the KEY=VALUE file exported to remote workers (default .deepspeed_env)"},
 };
 
 bool is_registered(std::string_view name) {
