@@ -1,0 +1,46 @@
+// Linear layer y = x·Wᵀ + b (weight stored [OC,C] as in GPT-2 / llm.c),
+// forward and backward through the oneDNN GEMM. B batch, T time, C input
+// channels, OC output channels. Backward ADDS into dinp, dweight, dbias
+// (beta = 1 GEMMs), so gradient accumulation over micro-batches is free.
+//
+//   ZT_RETURN_IF_ERROR(linear_forward(y, x, w, b, B, T, C, OC));
+//   ZT_RETURN_IF_ERROR(linear_backward(dx, dw, db, dy, x, w, B, T, C, OC));
+//
+// Threads: oneDNN/OpenMP. Thread-safety: no shared state besides the
+// (locked) GEMM primitive cache.
+#pragma once
+
+#include <cstdint>
+
+#include "common/status.h"
+#include "kernels/cpu/bf16.h"
+
+namespace zerotrain::kernels::cpu {
+
+// out = inp · weightᵀ + bias.
+Status linear_forward(float* out,           // [B,T,OC]
+                      const float* inp,     // [B,T,C]
+                      const float* weight,  // [OC,C]
+                      const float* bias,    // [OC] or nullptr
+                      int64_t B, int64_t T, int64_t C, int64_t OC);
+
+// Same with bf16 activations and weights (raw bits), fp32 accumulation and
+// output: the bf16 mixed-precision forward.
+Status linear_forward_bf16(float* out,              // [B,T,OC]
+                           const Bf16Bits* inp,     // [B,T,C]
+                           const Bf16Bits* weight,  // [OC,C]
+                           const float* bias,       // [OC] or nullptr
+                           int64_t B, int64_t T, int64_t C, int64_t OC);
+
+// dinp += dout·weight; dweight += doutᵀ·inp; dbias += column sums of dout.
+// dinp may be nullptr (input needs no gradient); dbias nullptr when the
+// layer has no bias.
+Status linear_backward(float* dinp,          // [B,T,C] += (or nullptr)
+                       float* dweight,       // [OC,C] +=
+                       float* dbias,         // [OC] += (or nullptr)
+                       const float* dout,    // [B,T,OC]
+                       const float* inp,     // [B,T,C]
+                       const float* weight,  // [OC,C]
+                       int64_t B, int64_t T, int64_t C, int64_t OC);
+
+}  // namespace zerotrain::kernels::cpu

@@ -1,0 +1,243 @@
+// oneDNN matmul wrapper: descriptor validation, a process-wide primitive
+// cache keyed by the full MatmulDesc, and execution with a per-thread
+// user scratchpad (so cached primitives may run on any thread; oneDNN's
+// library-managed scratchpad would tie a primitive to its creating thread).
+#include "kernels/cpu/matmul.h"
+
+#include <bit>
+#include <memory>
+#include <mutex>
+#include <oneapi/dnnl/dnnl.hpp>
+#include <unordered_map>
+#include <vector>
+
+#include "common/log.h"
+
+namespace zerotrain::kernels::cpu {
+namespace {
+
+struct Key {
+  MatmulDesc d;
+  bool has_bias;
+  GemmInput input;
+
+  bool operator==(const Key& o) const {
+    return d.m == o.d.m && d.n == o.d.n && d.k == o.d.k && d.trans_a == o.d.trans_a &&
+           d.trans_b == o.d.trans_b &&
+           std::bit_cast<uint32_t>(d.alpha) == std::bit_cast<uint32_t>(o.d.alpha) &&
+           std::bit_cast<uint32_t>(d.beta) == std::bit_cast<uint32_t>(o.d.beta) &&
+           d.batch == o.d.batch && has_bias == o.has_bias && input == o.input;
+  }
+};
+
+struct KeyHash {
+  size_t operator()(const Key& k) const {
+    uint64_t h = 1469598103934665603ull;
+    auto mix = [&h](uint64_t v) { h = (h ^ v) * 1099511628211ull; };
+    mix(k.d.m);
+    mix(k.d.n);
+    mix(k.d.k);
+    mix(k.d.batch);
+    mix(std::bit_cast<uint32_t>(k.d.alpha));
+    mix(std::bit_cast<uint32_t>(k.d.beta));
+    mix((k.d.trans_a ? 1 : 0) | (k.d.trans_b ? 2 : 0) | (k.has_bias ? 4 : 0) |
+        (k.input == GemmInput::kBf16 ? 8 : 0));
+    return static_cast<size_t>(h);
+  }
+};
+
+struct Entry {
+  bool fallback_fp32 = false;  // bf16 not available: widen and run fp32
+  dnnl::matmul prim;
+  dnnl::memory::desc a_md, b_md, bias_md, c_md, scratch_md;
+  std::string impl;
+};
+
+struct Runtime {
+  dnnl::engine engine{dnnl::engine::kind::cpu, 0};
+  dnnl::stream stream{engine};
+  std::mutex mu;
+  std::unordered_map<Key, std::unique_ptr<Entry>, KeyHash> cache;  // guarded by mu
+};
+
+// Intentionally leaked: oneDNN objects must outlive every static destructor.
+Runtime& runtime() {
+  static Runtime* rt = new Runtime();
+  return *rt;
+}
+
+using Dims = dnnl::memory::dims;
+using Dt = dnnl::memory::data_type;
+
+// A [rows, cols] row-major matrix, or its transpose, as a (batched) desc.
+dnnl::memory::desc matrix_md(int64_t batch, int64_t rows, int64_t cols, bool stored_transposed,
+                             Dt dt) {
+  Dims strides = stored_transposed ? Dims{rows * cols, 1, rows} : Dims{rows * cols, cols, 1};
+  if (batch == 1) return dnnl::memory::desc({rows, cols}, dt, Dims{strides[1], strides[2]});
+  return dnnl::memory::desc({batch, rows, cols}, dt, strides);
+}
+
+Status create_entry(const Key& key, Entry* e) {
+  const MatmulDesc& d = key.d;
+  Dt in_dt = key.input == GemmInput::kBf16 ? Dt::bf16 : Dt::f32;
+  e->a_md = matrix_md(d.batch, d.m, d.k, d.trans_a, in_dt);
+  e->b_md = matrix_md(d.batch, d.k, d.n, d.trans_b, in_dt);
+  e->c_md = matrix_md(d.batch, d.m, d.n, false, Dt::f32);
+  // The bias [N] broadcasts over rows (and batches): a [1,N] or [1,1,N] desc.
+  if (key.has_bias) e->bias_md = matrix_md(1, 1, d.n, false, Dt::f32);
+  if (key.has_bias && d.batch > 1)
+    e->bias_md = dnnl::memory::desc({1, 1, d.n}, Dt::f32, Dims{d.n, d.n, 1});
+  dnnl::primitive_attr attr;
+  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  if (d.alpha != 1.0f) attr.set_output_scales(0, {d.alpha});
+  if (d.beta != 0.0f) {
+    dnnl::post_ops po;
+    po.append_sum(d.beta);
+    attr.set_post_ops(po);
+  }
+  try {
+    dnnl::matmul::desc md = key.has_bias ? dnnl::matmul::desc(e->a_md, e->b_md, e->bias_md, e->c_md)
+                                         : dnnl::matmul::desc(e->a_md, e->b_md, e->c_md);
+    dnnl::matmul::primitive_desc pd(md, attr, runtime().engine);
+    e->prim = dnnl::matmul(pd);
+    e->scratch_md = pd.scratchpad_desc();
+    e->impl = pd.impl_info_str();
+  } catch (const dnnl::error& err) {
+    if (key.input == GemmInput::kBf16 && err.status == dnnl_unimplemented) {
+      log::warn("oneDNN has no bf16 matmul on this CPU; widening bf16 inputs to fp32");
+      e->fallback_fp32 = true;
+      e->impl = "fallback:fp32";
+      return ok_status();
+    }
+    return internal_error(detail::concat("oneDNN matmul creation failed for M=", d.m, " N=", d.n,
+                                         " K=", d.k, " batch=", d.batch, ": ", err.what()));
+  }
+  return ok_status();
+}
+
+StatusOr<const Entry*> lookup(const Key& key) {
+  Runtime& rt = runtime();
+  std::lock_guard<std::mutex> lock(rt.mu);
+  auto it = rt.cache.find(key);
+  if (it != rt.cache.end()) return static_cast<const Entry*>(it->second.get());
+  auto entry = std::make_unique<Entry>();
+  ZT_RETURN_IF_ERROR(create_entry(key, entry.get()));
+  const Entry* raw = entry.get();
+  rt.cache.emplace(key, std::move(entry));  // node-based: `raw` stays valid
+  return raw;
+}
+
+Status validate(const MatmulDesc& d, const void* a, const void* b, const float* c) {
+  if (d.m < 0 || d.n < 0 || d.k < 0 || d.batch < 1) {
+    return invalid_argument(detail::concat("matmul: bad sizes M=", d.m, " N=", d.n, " K=", d.k,
+                                           " batch=", d.batch,
+                                           " (need M, N, K >= 0 and batch >= 1)"));
+  }
+  if (d.m * d.n > 0 && c == nullptr) return invalid_argument("matmul: C is null");
+  if (d.m * d.n * d.k > 0 && (a == nullptr || b == nullptr)) {
+    return invalid_argument("matmul: A or B is null");
+  }
+  return ok_status();
+}
+
+// K == 0: the product is empty, so C = bias + beta·C.
+void empty_product(const MatmulDesc& d, const float* bias, float* c) {
+  const int64_t rows = d.batch * d.m;
+  for (int64_t i = 0; i < rows; ++i) {
+    for (int64_t j = 0; j < d.n; ++j) {
+      float old = d.beta == 0.0f ? 0.0f : d.beta * c[i * d.n + j];
+      c[i * d.n + j] = old + (bias ? bias[j] : 0.0f);
+    }
+  }
+}
+
+// c[r, :] += bias for every row of every batch.
+void add_bias(const MatmulDesc& d, const float* bias, float* c) {
+  const int64_t rows = d.batch * d.m;
+#pragma omp parallel for schedule(static)
+  for (int64_t i = 0; i < rows; ++i) {
+    for (int64_t j = 0; j < d.n; ++j) c[i * d.n + j] += bias[j];
+  }
+}
+
+Status execute(const Entry& e, const void* a, const void* b, const float* bias, float* c) {
+  Runtime& rt = runtime();
+  thread_local std::vector<uint8_t> scratch;
+  try {
+    std::unordered_map<int, dnnl::memory> args;
+    args.emplace(DNNL_ARG_SRC, dnnl::memory(e.a_md, rt.engine, const_cast<void*>(a)));
+    args.emplace(DNNL_ARG_WEIGHTS, dnnl::memory(e.b_md, rt.engine, const_cast<void*>(b)));
+    args.emplace(DNNL_ARG_DST, dnnl::memory(e.c_md, rt.engine, c));
+    if (bias) {
+      args.emplace(DNNL_ARG_BIAS, dnnl::memory(e.bias_md, rt.engine, const_cast<float*>(bias)));
+    }
+    size_t bytes = e.scratch_md.get_size();
+    if (bytes > 0) {
+      if (scratch.size() < bytes) scratch.resize(bytes);
+      args.emplace(DNNL_ARG_SCRATCHPAD, dnnl::memory(e.scratch_md, rt.engine, scratch.data()));
+    }
+    e.prim.execute(rt.stream, args);
+    rt.stream.wait();
+  } catch (const dnnl::error& err) {
+    return internal_error(detail::concat("oneDNN matmul execution failed: ", err.what()));
+  }
+  return ok_status();
+}
+
+}  // namespace
+
+Status matmul(const MatmulDesc& desc, const float* a, const float* b, const float* bias, float* c) {
+  ZT_RETURN_IF_ERROR(validate(desc, a, b, c));
+  if (desc.m == 0 || desc.n == 0) return ok_status();
+  if (desc.k == 0) {
+    empty_product(desc, bias, c);
+    return ok_status();
+  }
+  if (desc.alpha != 1.0f && bias != nullptr) {
+    // oneDNN 2.x scales the bias with the output scale; ours must not be.
+    ZT_RETURN_IF_ERROR(matmul(desc, a, b, nullptr, c));
+    add_bias(desc, bias, c);
+    return ok_status();
+  }
+  ZT_ASSIGN_OR_RETURN(const Entry* e, lookup(Key{desc, bias != nullptr, GemmInput::kF32}));
+  return execute(*e, a, b, bias, c);
+}
+
+Status matmul_bf16(const MatmulDesc& desc, const Bf16Bits* a, const Bf16Bits* b, const float* bias,
+                   float* c) {
+  ZT_RETURN_IF_ERROR(validate(desc, a, b, c));
+  if (desc.m == 0 || desc.n == 0) return ok_status();
+  if (desc.k == 0) {
+    empty_product(desc, bias, c);
+    return ok_status();
+  }
+  if (desc.alpha != 1.0f && bias != nullptr) {
+    ZT_RETURN_IF_ERROR(matmul_bf16(desc, a, b, nullptr, c));
+    add_bias(desc, bias, c);
+    return ok_status();
+  }
+  ZT_ASSIGN_OR_RETURN(const Entry* e, lookup(Key{desc, bias != nullptr, GemmInput::kBf16}));
+  if (!e->fallback_fp32) return execute(*e, a, b, bias, c);
+  thread_local std::vector<float> wa, wb;
+  const int64_t na = desc.batch * desc.m * desc.k, nb = desc.batch * desc.k * desc.n;
+  wa.resize(na);
+  wb.resize(nb);
+  float_from_bf16_array(wa.data(), a, na);
+  float_from_bf16_array(wb.data(), b, nb);
+  return matmul(desc, wa.data(), wb.data(), bias, c);
+}
+
+StatusOr<std::string> matmul_impl_name(const MatmulDesc& desc, bool has_bias, GemmInput input) {
+  ZT_RETURN_IF_ERROR(validate(desc, "", "", reinterpret_cast<const float*>("")));
+  if (desc.m * desc.n * desc.k == 0) return std::string("empty");
+  ZT_ASSIGN_OR_RETURN(const Entry* e, lookup(Key{desc, has_bias, input}));
+  return e->impl;
+}
+
+int64_t matmul_cache_size() {
+  Runtime& rt = runtime();
+  std::lock_guard<std::mutex> lock(rt.mu);
+  return static_cast<int64_t>(rt.cache.size());
+}
+
+}  // namespace zerotrain::kernels::cpu

@@ -1,0 +1,197 @@
+// Tests of the oneDNN GEMM wrapper against a naive double triple loop: all
+// transpose combinations on odd shapes, bias, alpha, accumulate (beta),
+// batches, K = 0, argument errors, the primitive cache, and bf16 inputs
+// against fp32 within the bound that bf16 rounding implies.
+#include "kernels/cpu/matmul.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <tuple>
+
+#include "kernels/reference.h"
+
+namespace zerotrain::kernels::cpu {
+namespace {
+
+using testing::random_floats;
+
+// Reference C = alpha·op(A)·op(B) + bias + beta·C0 in double; also Σ|a·b|
+// per element (the scale rounding errors are measured against).
+struct Expected {
+  std::vector<double> c;
+  std::vector<double> abs_sum;
+};
+
+Expected reference(const MatmulDesc& d, const std::vector<float>& a, const std::vector<float>& b,
+                   const std::vector<float>* bias, const std::vector<float>& c0) {
+  Expected e{std::vector<double>(c0.size()), std::vector<double>(c0.size())};
+  for (int64_t p = 0; p < d.batch; ++p) {
+    const float* A = a.data() + p * d.m * d.k;
+    const float* B = b.data() + p * d.k * d.n;
+    for (int64_t i = 0; i < d.m; ++i)
+      for (int64_t j = 0; j < d.n; ++j) {
+        double s = 0, s_abs = 0;
+        for (int64_t kk = 0; kk < d.k; ++kk) {
+          const double x = d.trans_a ? A[kk * d.m + i] : A[i * d.k + kk];
+          const double y = d.trans_b ? B[j * d.k + kk] : B[kk * d.n + j];
+          s += x * y;
+          s_abs += std::fabs(x * y);
+        }
+        const int64_t idx = (p * d.m + i) * d.n + j;
+        e.c[idx] = d.alpha * s + (bias ? (*bias)[j] : 0.0) + (d.beta != 0 ? d.beta * c0[idx] : 0);
+        e.abs_sum[idx] = s_abs;
+      }
+  }
+  return e;
+}
+
+void expect_matches(const std::vector<float>& got, const Expected& want, double rel,
+                    const std::string& what) {
+  for (size_t i = 0; i < got.size(); ++i) {
+    const double tol = rel * (want.abs_sum[i] + std::fabs(want.c[i])) + 1e-6;
+    ASSERT_NEAR(got[i], want.c[i], tol) << what << " element " << i;
+  }
+}
+
+class MatmulShapes
+    : public ::testing::TestWithParam<std::tuple<bool, bool, std::tuple<int, int, int>>> {};
+
+TEST_P(MatmulShapes, MatchesNaiveLoopWithAndWithoutBias) {
+  const auto [ta, tb, mnk] = GetParam();
+  const auto [m, n, k] = mnk;
+  MatmulDesc d{.m = m, .n = n, .k = k, .trans_a = ta, .trans_b = tb};
+  auto a = random_floats(m * k, 1), b = random_floats(k * n, 2), bias = random_floats(n, 3);
+  // C starts as NaN: with beta = 0 its old contents must never be read.
+  std::vector<float> c(m * n, std::numeric_limits<float>::quiet_NaN());
+  ASSERT_TRUE(matmul(d, a.data(), b.data(), nullptr, c.data()).ok());
+  expect_matches(c, reference(d, a, b, nullptr, c), 1e-5, "no bias");
+  ASSERT_TRUE(matmul(d, a.data(), b.data(), bias.data(), c.data()).ok());
+  expect_matches(c, reference(d, a, b, &bias, c), 1e-5, "bias");
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    AllTransposes, MatmulShapes,
+    ::testing::Combine(::testing::Bool(), ::testing::Bool(),
+                       ::testing::Values(std::tuple{1, 1, 1}, std::tuple{7, 5, 13},
+                                         std::tuple{33, 65, 17}, std::tuple{96, 130, 64})));
+
+TEST(Matmul, BetaOneAccumulatesIntoC) {
+  MatmulDesc d{.m = 9, .n = 11, .k = 6, .trans_a = true, .beta = 1.0f};
+  auto a = random_floats(9 * 6, 4), b = random_floats(6 * 11, 5);
+  auto c = random_floats(9 * 11, 6);
+  const auto want = reference(d, a, b, nullptr, c);
+  ASSERT_TRUE(matmul(d, a.data(), b.data(), nullptr, c.data()).ok());
+  expect_matches(c, want, 1e-5, "C += A^T B");
+  // Twice more accumulates twice more: C0 + 3·AB.
+  MatmulDesc once = d;
+  once.beta = 0.0f;
+  std::vector<float> ab(9 * 11);
+  ASSERT_TRUE(matmul(once, a.data(), b.data(), nullptr, ab.data()).ok());
+  std::vector<float> c2 = c;
+  ASSERT_TRUE(matmul(d, a.data(), b.data(), nullptr, c2.data()).ok());
+  ASSERT_TRUE(matmul(d, a.data(), b.data(), nullptr, c2.data()).ok());
+  for (size_t i = 0; i < c.size(); ++i) EXPECT_NEAR(c2[i], c[i] + 2 * ab[i], 1e-4);
+}
+
+TEST(Matmul, AlphaScalesProductButNotBias) {
+  MatmulDesc d{.m = 5, .n = 7, .k = 3, .trans_b = true, .alpha = 0.25f, .beta = 2.0f};
+  auto a = random_floats(15, 7), b = random_floats(21, 8), bias = random_floats(7, 9);
+  auto c = random_floats(35, 10);
+  const auto want = reference(d, a, b, &bias, c);
+  ASSERT_TRUE(matmul(d, a.data(), b.data(), bias.data(), c.data()).ok());
+  expect_matches(c, want, 1e-5, "0.25·AB^T + bias + 2·C");
+}
+
+TEST(Matmul, BatchedProductsAreIndependentAndShareBias) {
+  MatmulDesc d{.m = 4, .n = 6, .k = 5, .trans_b = true, .batch = 3};
+  auto a = random_floats(3 * 20, 11), b = random_floats(3 * 30, 12), bias = random_floats(6, 13);
+  std::vector<float> c(3 * 24);
+  ASSERT_TRUE(matmul(d, a.data(), b.data(), bias.data(), c.data()).ok());
+  expect_matches(c, reference(d, a, b, &bias, c), 1e-5, "batched");
+}
+
+TEST(Matmul, EmptyKGivesBiasPlusBetaC) {
+  MatmulDesc d{.m = 2, .n = 3, .k = 0, .beta = 1.0f};
+  std::vector<float> bias{1, 2, 3}, c{10, 20, 30, 40, 50, 60};
+  ASSERT_TRUE(matmul(d, nullptr, nullptr, bias.data(), c.data()).ok());
+  EXPECT_EQ(c, (std::vector<float>{11, 22, 33, 41, 52, 63}));
+}
+
+TEST(Matmul, BadSizesAndNullOperandsAreInvalidArgument) {
+  std::vector<float> x(4);
+  Status s = matmul(MatmulDesc{.m = -1, .n = 2, .k = 2}, x.data(), x.data(), nullptr, x.data());
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("M=-1"), std::string::npos) << s.message();
+  s = matmul(MatmulDesc{.m = 2, .n = 2, .k = 1}, nullptr, x.data(), nullptr, x.data());
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("A or B is null"), std::string::npos) << s.message();
+}
+
+TEST(Matmul, PrimitiveIsCachedPerDistinctDesc) {
+  MatmulDesc d{.m = 17, .n = 19, .k = 23};
+  auto a = random_floats(17 * 23, 14), b = random_floats(23 * 19, 15);
+  std::vector<float> c(17 * 19);
+  ASSERT_TRUE(matmul(d, a.data(), b.data(), nullptr, c.data()).ok());
+  const int64_t after_first = matmul_cache_size();
+  ASSERT_TRUE(matmul(d, a.data(), b.data(), nullptr, c.data()).ok());
+  EXPECT_EQ(matmul_cache_size(), after_first);
+  d.beta = 1.0f;  // a different desc is a different primitive
+  ASSERT_TRUE(matmul(d, a.data(), b.data(), nullptr, c.data()).ok());
+  EXPECT_EQ(matmul_cache_size(), after_first + 1);
+}
+
+TEST(Matmul, Fp32TransformerShapeUsesOptimisedKernel) {
+  auto impl = matmul_impl_name(MatmulDesc{.m = 256, .n = 2304, .k = 768, .trans_b = true}, true,
+                               GemmInput::kF32);
+  ASSERT_TRUE(impl.ok()) << impl.status().to_string();
+  std::printf("fp32 impl: %s\n", impl->c_str());
+  EXPECT_NE(impl->rfind("ref", 0), 0u) << *impl;
+}
+
+TEST(Bf16, RoundsToNearestEven) {
+  EXPECT_EQ(bf16_from_float(1.0f), 0x3f80);
+  // 1 + 2^-8 is halfway between 1 and 1 + 2^-7: ties go to the even 1.0.
+  EXPECT_EQ(bf16_from_float(1.00390625f), 0x3f80);
+  // 1 + 3·2^-8 is halfway between 1 + 2^-7 (odd) and 1 + 2^-6: goes up.
+  EXPECT_EQ(bf16_from_float(1.01171875f), 0x3f82);
+  EXPECT_EQ(bf16_from_float(1.0f + 1.0f / 128 + 1.0f / 4096), 0x3f81);
+  EXPECT_EQ(float_from_bf16(bf16_from_float(-2.5f)), -2.5f);
+  EXPECT_TRUE(std::isnan(float_from_bf16(bf16_from_float(std::nanf("")))));
+  EXPECT_EQ(bf16_from_float(std::numeric_limits<float>::infinity()), 0x7f80);
+}
+
+class Bf16Matmul : public ::testing::TestWithParam<std::tuple<bool, bool>> {};
+
+// Each bf16 input carries relative error <= 2^-9, so each product <= ~2^-8:
+// |C_bf16 - C_fp32| <= 2^-8·Σ|a·b| (+ fp32 accumulation). Against an fp32
+// GEMM of the already-rounded inputs only accumulation order differs.
+TEST_P(Bf16Matmul, WithinBf16RoundingOfFp32) {
+  const auto [ta, tb] = GetParam();
+  MatmulDesc d{.m = 37, .n = 29, .k = 70, .trans_a = ta, .trans_b = tb, .beta = 1.0f};
+  auto a = random_floats(37 * 70, 21), b = random_floats(70 * 29, 22), bias = random_floats(29, 23);
+  std::vector<Bf16Bits> ah(a.size()), bh(b.size());
+  bf16_from_float_array(ah.data(), a.data(), a.size());
+  bf16_from_float_array(bh.data(), b.data(), b.size());
+  auto c = random_floats(37 * 29, 24);
+  const auto want = reference(d, a, b, &bias, c);
+  std::vector<float> ar(a.size()), br(b.size());
+  float_from_bf16_array(ar.data(), ah.data(), a.size());
+  float_from_bf16_array(br.data(), bh.data(), b.size());
+  const auto want_rounded = reference(d, ar, br, &bias, c);
+  ASSERT_TRUE(matmul_bf16(d, ah.data(), bh.data(), bias.data(), c.data()).ok());
+  for (size_t i = 0; i < c.size(); ++i) {
+    ASSERT_NEAR(c[i], want.c[i], std::ldexp(want.abs_sum[i], -8) + 1e-5) << i;
+    ASSERT_NEAR(c[i], want_rounded.c[i], 1e-5 * (want_rounded.abs_sum[i] + 1)) << i;
+  }
+  auto impl = matmul_impl_name(d, true, GemmInput::kBf16);
+  ASSERT_TRUE(impl.ok());
+  std::printf("bf16 impl: %s\n", impl->c_str());
+}
+
+INSTANTIATE_TEST_SUITE_P(AllTransposes, Bf16Matmul,
+                         ::testing::Combine(::testing::Bool(), ::testing::Bool()));
+
+}  // namespace
+}  // namespace zerotrain::kernels::cpu
