@@ -1,0 +1,187 @@
+// `zerotrain run` entry point: gathers the machine's facts (hostfile, GPUs,
+// CUDA_VISIBLE_DEVICES, hostname, .deepspeed_env), plans the job and runs it.
+#include "launch/launcher.h"
+
+#include <arpa/inet.h>
+#include <dirent.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+#include "common/env.h"
+#include "launch/resources.h"
+#include "launch/supervisor.h"
+
+namespace zerotrain::launch {
+namespace {
+
+constexpr char kDefaultHostfile[] = "/job/hostfile";  // DeepSpeed's DLTS_HOSTFILE
+// Launcher settings forwarded to remote workers (local ones inherit them).
+constexpr const char* kForwardedVars[] = {"ZEROTRAIN_LOG_LEVEL", "ZEROTRAIN_COMM_TIMEOUT",
+                                          "OMP_NUM_THREADS"};
+
+void say(const std::string& line) {
+  std::fprintf(stderr, "zerotrain run: %s\n", line.c_str());
+  std::fflush(stderr);
+}
+
+std::string this_hostname() {
+  char name[256] = {};
+  if (::gethostname(name, sizeof name - 1) != 0) return "";
+  return name;
+}
+
+std::string current_dir() {
+  char buf[4096];
+  return ::getcwd(buf, sizeof buf) ? std::string(buf) : std::string(".");
+}
+
+bool file_exists(const std::string& path) { return ::access(path.c_str(), F_OK) == 0; }
+
+StatusOr<HostFacts> gather_facts(const LaunchOptions& opt) {
+  HostFacts facts;
+  std::string path = opt.hostfile;
+  if (path.empty() && file_exists(kDefaultHostfile)) path = kDefaultHostfile;
+  if (!path.empty()) {
+    ZT_ASSIGN_OR_RETURN(std::vector<HostfileEntry> hosts, read_hostfile(path));
+    facts.hostfile = std::move(hosts);
+    facts.hostfile_path = path;
+  }
+  facts.local_gpu_count = opt.gpu_count >= 0 ? opt.gpu_count : count_gpus();
+  facts.local_cpu_count = static_cast<int>(::sysconf(_SC_NPROCESSORS_ONLN));
+  facts.cuda_visible_devices = env::get("CUDA_VISIBLE_DEVICES");
+  facts.hostname = this_hostname();
+  return facts;
+}
+
+// `.deepspeed_env` from $HOME, then the current directory (later wins).
+StatusOr<std::vector<EnvVar>> remote_extra_env(const std::string& cwd) {
+  std::vector<EnvVar> vars;
+  for (const char* name : kForwardedVars)
+    if (std::optional<std::string> v = env::get(name)) vars.push_back({name, *v});
+  std::string file = env::get("DS_ENV_FILE").value_or(".deepspeed_env");
+  std::vector<std::string> paths;
+  if (!file.empty() && file.front() == '/') {
+    paths = {file};
+  } else {
+    if (std::optional<std::string> home = env::get("HOME")) paths.push_back(*home + "/" + file);
+    paths.push_back(cwd + "/" + file);
+  }
+  for (const std::string& p : paths) {
+    std::ifstream in(p);
+    if (!in) continue;
+    std::ostringstream text;
+    text << in.rdbuf();
+    ZT_ASSIGN_OR_RETURN(std::vector<EnvVar> file_vars, parse_env_file(text.str(), p));
+    say("exporting " + std::to_string(file_vars.size()) + " variable(s) from " + p);
+    merge_env(vars, file_vars);
+  }
+  return vars;
+}
+
+Status check_options(const LaunchOptions& opt) {
+  if (opt.command.empty())
+    return invalid_argument("no program to run (usage: zerotrain run [flags] -- PROG ARGS...)");
+  if (opt.master_port == 0 || opt.master_port < -1 || opt.master_port > 65535)
+    return invalid_argument("--master_port must be in 1..65535 (got " +
+                            std::to_string(opt.master_port) + ")");
+  if (!(opt.grace_period_s >= 0)) return invalid_argument("the grace period must be >= 0 seconds");
+  return ok_status();
+}
+
+}  // namespace
+
+int count_gpus(const std::string& dir) {
+  DIR* d = ::opendir(dir.c_str());
+  if (d == nullptr) return 0;
+  int count = 0;
+  while (struct dirent* e = ::readdir(d))
+    if (e->d_name[0] != '.') ++count;
+  ::closedir(d);
+  return count;
+}
+
+StatusOr<int> pick_free_port() {
+  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return errno_status("socket", errno);
+  sockaddr_in addr = {};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = 0;
+  socklen_t len = sizeof addr;
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+    int err = errno;
+    ::close(fd);
+    return errno_status("binding a free port on 127.0.0.1", err);
+  }
+  ::close(fd);
+  return static_cast<int>(ntohs(addr.sin_port));
+}
+
+StatusOr<std::string> make_job_secret() {
+  unsigned char bytes[16];
+  std::FILE* f = std::fopen("/dev/urandom", "rb");
+  if (f == nullptr) return errno_status("opening /dev/urandom", errno);
+  size_t n = std::fread(bytes, 1, sizeof bytes, f);
+  std::fclose(f);
+  if (n != sizeof bytes) return io_error("short read from /dev/urandom");
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string secret;
+  for (unsigned char b : bytes) {
+    secret += kHex[b >> 4];
+    secret += kHex[b & 15];
+  }
+  return secret;
+}
+
+StatusOr<JobPlan> plan_launch(const LaunchOptions& opt) {
+  ZT_RETURN_IF_ERROR(check_options(opt));
+  ZT_ASSIGN_OR_RETURN(HostFacts facts, gather_facts(opt));
+  SelectionArgs sel_args{opt.include, opt.exclude, opt.num_gpus, opt.num_nodes};
+  ZT_ASSIGN_OR_RETURN(Selection sel, select_resources(facts, sel_args));
+  for (const std::string& note : sel.notes) say(note);
+
+  JobArgs args;
+  args.command = opt.command;
+  args.master_addr = opt.master_addr;
+  args.master_port = opt.master_port;
+  args.cwd = current_dir();
+  args.hostname = facts.hostname;
+  const bool local_only = all_local(sel.nodes, facts.hostname);
+  if (args.master_port < 0 && local_only) {
+    ZT_ASSIGN_OR_RETURN(args.master_port, pick_free_port());
+  }
+  ZT_ASSIGN_OR_RETURN(args.job_secret, make_job_secret());
+  if (!local_only) {
+    ZT_ASSIGN_OR_RETURN(args.extra_env, remote_extra_env(args.cwd));
+  }
+  ZT_ASSIGN_OR_RETURN(JobPlan plan, plan_job(sel.nodes, args));
+  say(std::to_string(plan.workers.size()) + " worker(s) on " + format_node_slots(sel.nodes) +
+      ", MASTER_ADDR=" + plan.master_addr + " MASTER_PORT=" + std::to_string(plan.master_port));
+  return plan;
+}
+
+int run_launcher(const LaunchOptions& opt) {
+  StatusOr<JobPlan> plan = plan_launch(opt);
+  if (!plan.ok()) {
+    say("error: " + plan.status().message());
+    return 2;
+  }
+  if (opt.dry_run) {
+    std::ostream& out = opt.out ? *opt.out : std::cout;
+    for (const WorkerSpec& w : plan->workers) out << render_command(w) << "\n";
+    out.flush();
+    return 0;
+  }
+  std::cout.flush();  // the workers share our stdout
+  return supervise(plan->workers, SupervisorOptions{opt.grace_period_s});
+}
+
+}  // namespace zerotrain::launch
