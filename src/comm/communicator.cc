@@ -1,0 +1,253 @@
+// Communicator front end: argument checks, the ordered communication
+// thread, Work handles, byte counters, and options from the environment.
+#include "comm/communicator.h"
+
+#include "common/env.h"
+
+namespace zerotrain::comm {
+namespace {
+
+bool overlaps(const void* a, size_t an, const void* b, size_t bn) {
+  auto pa = reinterpret_cast<uintptr_t>(a), pb = reinterpret_cast<uintptr_t>(b);
+  return an > 0 && bn > 0 && pa < pb + bn && pb < pa + an;
+}
+
+Status check_elements(const char* op, size_t bytes, DType dtype) {
+  if (bytes % dtype_size(dtype) != 0)
+    return invalid_argument(std::string(op) + ": " + std::to_string(bytes) +
+                            " bytes is not a whole number of " + dtype_name(dtype) + " elements");
+  return ok_status();
+}
+
+}  // namespace
+
+Status Work::wait(std::chrono::milliseconds timeout) {
+  std::unique_lock<std::mutex> lock(mu_);
+  if (timeout.count() < 0) {
+    done_cv_.wait(lock, [&] { return done_; });
+  } else if (!done_cv_.wait_for(lock, timeout, [&] { return done_; })) {
+    return timeout_error("collective not complete after " + std::to_string(timeout.count()) +
+                         " ms of Work::wait (it is still running)");
+  }
+  return status_;
+}
+
+bool Work::is_completed() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return done_;
+}
+
+void Work::complete(Status status) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    status_ = std::move(status);
+    done_ = true;
+  }
+  done_cv_.notify_all();
+}
+
+Communicator::Communicator(int rank, int world_size, std::chrono::milliseconds timeout)
+    : rank_(rank), world_size_(world_size), timeout_(timeout) {
+  thread_ = std::thread([this] { thread_main(); });
+}
+
+Communicator::~Communicator() { shutdown(); }
+
+void Communicator::shutdown() {
+  {
+    std::lock_guard<std::mutex> lock(queue_mu_);
+    if (stopping_ && !thread_.joinable()) return;
+    stopping_ = true;
+  }
+  queue_cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+void Communicator::thread_main() {
+  for (;;) {
+    Task task;
+    {
+      std::unique_lock<std::mutex> lock(queue_mu_);
+      queue_cv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+      if (queue_.empty()) return;
+      task = std::move(queue_.front());
+      queue_.pop_front();
+      if (stopping_) {
+        lock.unlock();
+        task.work->complete(unavailable(std::string(op_type_name(task.type)) +
+                                        " not run: the communicator was shut down"));
+        continue;
+      }
+    }
+    Status status = task.run();
+    {
+      std::lock_guard<std::mutex> lock(counters_mu_);
+      counters_.op(task.type).calls++;
+    }
+    task.work->complete(std::move(status));
+  }
+}
+
+WorkPtr Communicator::enqueue(OpType type, std::function<Status()> run) {
+  auto work = std::make_shared<Work>();
+  {
+    std::lock_guard<std::mutex> lock(queue_mu_);
+    if (stopping_) {
+      work->complete(unavailable("communicator is shut down"));
+      return work;
+    }
+    queue_.push_back(Task{type, std::move(run), work});
+  }
+  queue_cv_.notify_one();
+  return work;
+}
+
+WorkPtr Communicator::failed(Status status) {
+  auto work = std::make_shared<Work>();
+  work->complete(std::move(status));
+  return work;
+}
+
+WorkPtr Communicator::allreduce_async(std::span<std::byte> data, DType dtype, ReduceOp op) {
+  Status st = check_elements("allreduce", data.size(), dtype);
+  if (!st.ok()) return failed(st);
+  return enqueue(OpType::kAllreduce, [=, this] { return do_allreduce(data, dtype, op); });
+}
+
+WorkPtr Communicator::reduce_scatter_async(std::span<const std::byte> input,
+                                           std::span<std::byte> output, DType dtype,
+                                           ReduceOp op) {
+  size_t n = static_cast<size_t>(world_size_);
+  if (input.size() != output.size() * n)
+    return failed(invalid_argument(
+        "reduce_scatter: input of " + std::to_string(input.size()) +
+        " bytes must be world_size (" + std::to_string(n) + ") x output (" +
+        std::to_string(output.size()) + " bytes); pad to padded_count() (comm/types.h)"));
+  Status st = check_elements("reduce_scatter", output.size(), dtype);
+  if (!st.ok()) return failed(st);
+  const std::byte* own = input.data() + output.size() * static_cast<size_t>(rank_);
+  if (output.data() != own && overlaps(input.data(), input.size(), output.data(), output.size()))
+    return failed(invalid_argument(
+        "reduce_scatter: output overlaps input other than as this rank's chunk"));
+  return enqueue(OpType::kReduceScatter,
+                 [=, this] { return do_reduce_scatter(input, output, dtype, op); });
+}
+
+WorkPtr Communicator::allgather_async(std::span<const std::byte> input,
+                                      std::span<std::byte> output) {
+  size_t n = static_cast<size_t>(world_size_);
+  if (output.size() != input.size() * n)
+    return failed(invalid_argument("allgather: output of " + std::to_string(output.size()) +
+                                   " bytes must be world_size (" + std::to_string(n) +
+                                   ") x input (" + std::to_string(input.size()) + " bytes)"));
+  const std::byte* own = output.data() + input.size() * static_cast<size_t>(rank_);
+  if (input.data() != own && overlaps(input.data(), input.size(), output.data(), output.size()))
+    return failed(invalid_argument(
+        "allgather: input overlaps output other than as this rank's chunk"));
+  return enqueue(OpType::kAllgather, [=, this] { return do_allgather(input, output); });
+}
+
+WorkPtr Communicator::broadcast_async(std::span<std::byte> data, int root) {
+  if (root < 0 || root >= world_size_)
+    return failed(invalid_argument("broadcast: root " + std::to_string(root) +
+                                   " is not a rank of world size " +
+                                   std::to_string(world_size_)));
+  return enqueue(OpType::kBroadcast, [=, this] { return do_broadcast(data, root); });
+}
+
+WorkPtr Communicator::barrier_async() {
+  return enqueue(OpType::kBarrier, [this] { return do_barrier(); });
+}
+
+Status Communicator::allreduce(std::span<std::byte> data, DType dtype, ReduceOp op) {
+  return allreduce_async(data, dtype, op)->wait();
+}
+Status Communicator::allreduce(std::span<float> data, ReduceOp op) {
+  return allreduce(std::as_writable_bytes(data), DType::kFloat32, op);
+}
+Status Communicator::allreduce(std::span<uint16_t> data, DType dtype, ReduceOp op) {
+  if (dtype == DType::kFloat32) return invalid_argument("allreduce: uint16_t data needs fp16/bf16");
+  return allreduce(std::as_writable_bytes(data), dtype, op);
+}
+Status Communicator::reduce_scatter(std::span<const std::byte> input, std::span<std::byte> output,
+                                    DType dtype, ReduceOp op) {
+  return reduce_scatter_async(input, output, dtype, op)->wait();
+}
+Status Communicator::reduce_scatter(std::span<const float> input, std::span<float> output,
+                                    ReduceOp op) {
+  return reduce_scatter(std::as_bytes(input), std::as_writable_bytes(output), DType::kFloat32, op);
+}
+Status Communicator::reduce_scatter(std::span<const uint16_t> input, std::span<uint16_t> output,
+                                    DType dtype, ReduceOp op) {
+  if (dtype == DType::kFloat32)
+    return invalid_argument("reduce_scatter: uint16_t data needs fp16/bf16");
+  return reduce_scatter(std::as_bytes(input), std::as_writable_bytes(output), dtype, op);
+}
+Status Communicator::allgather(std::span<const std::byte> input, std::span<std::byte> output) {
+  return allgather_async(input, output)->wait();
+}
+Status Communicator::allgather(std::span<const float> input, std::span<float> output) {
+  return allgather(std::as_bytes(input), std::as_writable_bytes(output));
+}
+Status Communicator::broadcast(std::span<std::byte> data, int root) {
+  return broadcast_async(data, root)->wait();
+}
+Status Communicator::broadcast(std::span<float> data, int root) {
+  return broadcast(std::as_writable_bytes(data), root);
+}
+Status Communicator::barrier() { return barrier_async()->wait(); }
+
+CommCounters Communicator::counters() const {
+  std::lock_guard<std::mutex> lock(counters_mu_);
+  return counters_;
+}
+
+void Communicator::reset_counters() {
+  std::lock_guard<std::mutex> lock(counters_mu_);
+  counters_ = CommCounters{};
+}
+
+void Communicator::count_bytes(OpType op, uint64_t sent, uint64_t received) {
+  std::lock_guard<std::mutex> lock(counters_mu_);
+  counters_.op(op).bytes_sent += sent;
+  counters_.op(op).bytes_received += received;
+}
+
+Status validate_comm_options(const CommOptions& o) {
+  if (o.world_size < 1)
+    return invalid_argument("world size " + std::to_string(o.world_size) + " must be >= 1");
+  if (o.rank < 0 || o.rank >= o.world_size)
+    return invalid_argument("rank " + std::to_string(o.rank) + " is outside world size " +
+                            std::to_string(o.world_size));
+  if (o.master_port < 0 || o.master_port > 65535)
+    return invalid_argument("master port " + std::to_string(o.master_port) + " is not a port");
+  if (o.timeout.count() <= 0) return invalid_argument("comm timeout must be positive");
+  return ok_status();
+}
+
+StatusOr<CommOptions> comm_options_from_env() {
+  CommOptions o;
+  ZT_ASSIGN_OR_RETURN(int64_t rank, env::get_int("RANK", 0));
+  ZT_ASSIGN_OR_RETURN(int64_t world, env::get_int("WORLD_SIZE", 1));
+  ZT_ASSIGN_OR_RETURN(int64_t port, env::get_int("MASTER_PORT", 29500));
+  ZT_ASSIGN_OR_RETURN(double seconds, env::get_double("ZEROTRAIN_COMM_TIMEOUT", 30.0));
+  if (world < 1 || world > 1 << 20)
+    return invalid_argument("WORLD_SIZE=" + std::to_string(world) + " must be >= 1");
+  if (rank < 0 || rank >= world)
+    return invalid_argument("RANK=" + std::to_string(rank) + " is outside WORLD_SIZE=" +
+                            std::to_string(world));
+  if (port < 1 || port > 65535)
+    return invalid_argument("MASTER_PORT=" + std::to_string(port) + " is not a TCP port");
+  if (!(seconds > 0) || seconds > 1e7)
+    return invalid_argument("ZEROTRAIN_COMM_TIMEOUT=" + std::to_string(seconds) +
+                            " must be a positive number of seconds");
+  o.rank = static_cast<int>(rank);
+  o.world_size = static_cast<int>(world);
+  o.master_port = static_cast<int>(port);
+  o.master_addr = env::get("MASTER_ADDR").value_or("127.0.0.1");
+  o.secret = env::get("ZEROTRAIN_JOB_SECRET").value_or("");
+  o.timeout = std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000.0));
+  return o;
+}
+
+}  // namespace zerotrain::comm

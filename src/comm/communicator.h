@@ -1,0 +1,176 @@
+// Communicator: the collectives ZeRO needs (allreduce, reduce_scatter,
+// allgather, broadcast, barrier), sync and async, with per-op byte counters.
+//
+// Buffers are byte spans plus a DType (fp32, or 16-bit fp16/bf16 stored as
+// raw uint16_t); float and uint16_t overloads wrap them. Every rank must
+// call the same collectives in the same order with the same sizes.
+//   allreduce(data)           in place; any element count, including 0.
+//   reduce_scatter(in, out)   in = world_size equal chunks of out.size()
+//                             bytes; out = this rank's reduced chunk. Pad
+//                             the buffer to padded_count() (comm/types.h)
+//                             when the element count is not divisible. out
+//                             may be exactly in's chunk `rank` (in place).
+//   allgather(in, out)        out = world_size * in.size() bytes, chunk r
+//                             from rank r; in may be exactly out's chunk.
+//   broadcast(data, root)     root's bytes to every rank.
+// kAvg divides the sum by world_size. 16-bit partial sums are rounded to
+// nearest even after each ring step (as NCCL does), so results are exact
+// whenever every partial sum is representable.
+//
+// Async variants run on one communication thread owned by the communicator,
+// strictly in submission order; sync calls queue behind them, so mixing the
+// two is safe. The caller keeps the buffers alive and untouched until the
+// Work completes. A failed collective (peer closed, timeout) returns a
+// Status naming the op, the sizes and the peer rank, and leaves the
+// communicator broken: later calls fail fast with the first error.
+//
+//   ZT_ASSIGN_OR_RETURN(auto comm, create_gloo_communicator(options));
+//   ZT_RETURN_IF_ERROR(comm->allreduce(std::span<float>(grads), ReduceOp::kAvg));
+//   WorkPtr w = comm->allgather_async(as_bytes(shard), as_writable_bytes(full));
+//   ... compute ...
+//   ZT_RETURN_IF_ERROR(w->wait());
+//
+// Thread-safety: all public methods may be called from any thread; ops are
+// serialised on the communication thread. counters() is a snapshot.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <string>
+#include <thread>
+
+#include "comm/store.h"
+#include "comm/types.h"
+#include "common/status.h"
+
+namespace zerotrain::comm {
+
+// Completion handle of an async collective; owns its result Status.
+class Work {
+ public:
+  static constexpr std::chrono::milliseconds kForever{-1};
+
+  // Blocks until the op finished (or `timeout` passed: Timeout, and the op
+  // keeps running; its own failure bound is the communicator's timeout).
+  Status wait(std::chrono::milliseconds timeout = kForever);
+  bool is_completed() const;
+  // Called by the communication thread.
+  void complete(Status status);
+
+ private:
+  mutable std::mutex mu_;
+  std::condition_variable done_cv_;
+  bool done_ = false;
+  Status status_;
+};
+using WorkPtr = std::shared_ptr<Work>;
+
+// How to join the job. comm_options_from_env() fills it the way
+// `zerotrain run` sets the environment.
+struct CommOptions {
+  int rank = 0;
+  int world_size = 1;
+  std::string master_addr = "127.0.0.1";  // rank 0's store
+  int master_port = 29500;
+  std::string secret;  // ZEROTRAIN_JOB_SECRET; every store client presents it
+  // A collective fails after this long without progress; rendezvous fails
+  // after this long waiting for ranks.
+  std::chrono::milliseconds timeout{30000};
+  std::string iface;     // network interface for gloo ("eth0"); overrides hostname
+  std::string hostname;  // address peers reach this rank at; empty: 127.0.0.1
+                         // when master_addr is loopback, else the host name
+  std::string group = "default";  // namespaces store keys
+  std::shared_ptr<Store> store;   // rendezvous over this store instead of TCP
+  bool host_store = true;         // rank 0 starts the TcpStoreServer
+};
+
+// RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT, ZEROTRAIN_JOB_SECRET,
+// ZEROTRAIN_COMM_TIMEOUT (seconds). Unset gives the defaults above;
+// InvalidArgument naming the variable for bad values.
+StatusOr<CommOptions> comm_options_from_env();
+Status validate_comm_options(const CommOptions& options);
+
+class Communicator {
+ public:
+  virtual ~Communicator();
+  Communicator(const Communicator&) = delete;
+  Communicator& operator=(const Communicator&) = delete;
+
+  int rank() const { return rank_; }
+  int world_size() const { return world_size_; }
+  std::chrono::milliseconds timeout() const { return timeout_; }
+
+  Status allreduce(std::span<std::byte> data, DType dtype, ReduceOp op);
+  Status allreduce(std::span<float> data, ReduceOp op);
+  Status allreduce(std::span<uint16_t> data, DType dtype, ReduceOp op);
+  Status reduce_scatter(std::span<const std::byte> input, std::span<std::byte> output, DType dtype,
+                        ReduceOp op);
+  Status reduce_scatter(std::span<const float> input, std::span<float> output, ReduceOp op);
+  Status reduce_scatter(std::span<const uint16_t> input, std::span<uint16_t> output, DType dtype,
+                        ReduceOp op);
+  Status allgather(std::span<const std::byte> input, std::span<std::byte> output);
+  Status allgather(std::span<const float> input, std::span<float> output);
+  Status broadcast(std::span<std::byte> data, int root);
+  Status broadcast(std::span<float> data, int root);
+  Status barrier();
+
+  WorkPtr allreduce_async(std::span<std::byte> data, DType dtype, ReduceOp op);
+  WorkPtr reduce_scatter_async(std::span<const std::byte> input, std::span<std::byte> output,
+                               DType dtype, ReduceOp op);
+  WorkPtr allgather_async(std::span<const std::byte> input, std::span<std::byte> output);
+  WorkPtr broadcast_async(std::span<std::byte> data, int root);
+  WorkPtr barrier_async();
+
+  CommCounters counters() const;
+  void reset_counters();
+
+ protected:
+  Communicator(int rank, int world_size, std::chrono::milliseconds timeout);
+
+  // Backend hooks: run on the communication thread, one at a time, with
+  // arguments already validated.
+  virtual Status do_allreduce(std::span<std::byte> data, DType dtype, ReduceOp op) = 0;
+  virtual Status do_reduce_scatter(std::span<const std::byte> input, std::span<std::byte> output,
+                                   DType dtype, ReduceOp op) = 0;
+  virtual Status do_allgather(std::span<const std::byte> input, std::span<std::byte> output) = 0;
+  virtual Status do_broadcast(std::span<std::byte> data, int root) = 0;
+  virtual Status do_barrier() = 0;
+
+  // Backends report each completed transfer.
+  void count_bytes(OpType op, uint64_t sent, uint64_t received);
+  // Stops the communication thread: the running op finishes, queued ones
+  // fail. Derived destructors call it before tearing down their state.
+  void shutdown();
+
+ private:
+  struct Task {
+    OpType type;
+    std::function<Status()> run;
+    WorkPtr work;
+  };
+  WorkPtr enqueue(OpType type, std::function<Status()> run);
+  static WorkPtr failed(Status status);
+  void thread_main();
+
+  const int rank_;
+  const int world_size_;
+  const std::chrono::milliseconds timeout_;
+
+  mutable std::mutex counters_mu_;
+  CommCounters counters_;
+
+  std::mutex queue_mu_;
+  std::condition_variable queue_cv_;
+  std::deque<Task> queue_;
+  bool stopping_ = false;
+  std::thread thread_;
+};
+
+}  // namespace zerotrain::comm

@@ -1,0 +1,90 @@
+// Value types of the comm layer: element dtypes, reduce ops, collective kinds,
+// byte counters, and the pure partition arithmetic ZeRO uses to split a flat
+// buffer into world_size shards (no communication here, so it is exhaustively
+// unit-testable).
+//
+//   PartitionRange r = partition_range(/*count=*/10, /*world_size=*/4, /*rank=*/3);
+//   // r.offset == 9, r.count == 1 (shards of 3, 3, 3, 1; padded to 12)
+//
+// Thread-safety: value types and pure functions only.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace zerotrain::comm {
+
+// Element types a collective can reduce. 16-bit types are stored as raw
+// uint16_t and reduced in fp32, rounded to nearest even after each step.
+enum class DType { kFloat32, kFloat16, kBFloat16 };
+
+enum class ReduceOp { kSum, kAvg, kMax, kMin };
+
+// Collective kinds, used to index per-op byte counters.
+enum class OpType { kAllreduce, kReduceScatter, kAllgather, kBroadcast, kBarrier };
+inline constexpr int kNumOpTypes = 5;
+
+constexpr size_t dtype_size(DType dtype) { return dtype == DType::kFloat32 ? 4 : 2; }
+const char* dtype_name(DType dtype);      // "fp32", "fp16", "bf16"
+const char* reduce_op_name(ReduceOp op);  // "sum", "avg", "max", "min"
+const char* op_type_name(OpType op);      // "allreduce", "reduce_scatter", ...
+
+// Bytes this rank moved for one kind of collective (payload only; gloo's
+// per-message headers are not counted).
+struct OpCounters {
+  uint64_t calls = 0;
+  uint64_t bytes_sent = 0;
+  uint64_t bytes_received = 0;
+};
+
+struct CommCounters {
+  std::array<OpCounters, kNumOpTypes> per_op{};
+
+  const OpCounters& op(OpType type) const { return per_op[static_cast<int>(type)]; }
+  OpCounters& op(OpType type) { return per_op[static_cast<int>(type)]; }
+  OpCounters total() const;
+  // "allreduce: 3 calls, sent 6144 B, received 6144 B; ..." (non-zero ops only)
+  std::string to_string() const;
+};
+
+// ---- Partition arithmetic (ZeRO shards) ----
+
+// Elements in each shard when `count` elements are split into `world_size`
+// equal shards, the last ones padded: ceil(count / world_size).
+constexpr size_t partition_size(size_t count, int world_size) {
+  return (count + static_cast<size_t>(world_size) - 1) / static_cast<size_t>(world_size);
+}
+
+// count rounded up to a multiple of world_size: the length a buffer must have
+// to be reduce_scatter'ed into equal shards.
+constexpr size_t padded_count(size_t count, int world_size) {
+  return partition_size(count, world_size) * static_cast<size_t>(world_size);
+}
+
+// The real (unpadded) elements owned by `rank`: [offset, offset + count).
+// Shards past the end of the data have count 0.
+struct PartitionRange {
+  size_t offset = 0;
+  size_t count = 0;
+};
+constexpr PartitionRange partition_range(size_t count, int world_size, int rank) {
+  size_t shard = partition_size(count, world_size);
+  size_t begin = shard * static_cast<size_t>(rank);
+  if (begin >= count) return {count, 0};
+  size_t end = begin + shard < count ? begin + shard : count;
+  return {begin, end - begin};
+}
+
+// Ring chunking used inside allreduce (not ZeRO's padded shards): chunk i of
+// `count` elements over n ranks has count/n elements plus one for the first
+// count%n chunks, so no padding travels on the wire.
+constexpr PartitionRange ring_chunk(size_t count, int n, int i) {
+  size_t q = count / static_cast<size_t>(n);
+  size_t rem = count % static_cast<size_t>(n);
+  size_t idx = static_cast<size_t>(i);
+  return {idx * q + (idx < rem ? idx : rem), q + (idx < rem ? 1 : 0)};
+}
+
+}  // namespace zerotrain::comm

@@ -1,0 +1,138 @@
+// 16-bit conversions (round to nearest even, specials), reduction kernels,
+// partition arithmetic, and comm options from the environment.
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <cmath>
+#include <cstring>
+
+#include "comm/communicator.h"
+#include "comm/reduce.h"
+#include "comm/types.h"
+
+namespace zerotrain::comm {
+namespace {
+
+float bits(uint32_t u) {
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+
+TEST(Bf16, RoundsToNearestEven) {
+  EXPECT_EQ(float_to_bf16(1.0f), 0x3f80);
+  // 1 + 2^-8 is exactly halfway between bf16 1.0 and 1.0078125: ties to even (1.0).
+  EXPECT_EQ(float_to_bf16(bits(0x3f808000)), 0x3f80);
+  // 1.0078125 + half ulp ties to even: up to 1.015625 (0x3f82).
+  EXPECT_EQ(float_to_bf16(bits(0x3f818000)), 0x3f82);
+  EXPECT_EQ(float_to_bf16(bits(0x3f808001)), 0x3f81);  // just above halfway
+  EXPECT_EQ(float_to_bf16(-2.0f), 0xc000);
+  EXPECT_TRUE(std::isnan(bf16_to_float(float_to_bf16(NAN))));
+  EXPECT_EQ(float_to_bf16(INFINITY), 0x7f80);
+  EXPECT_EQ(bf16_to_float(0x4040), 3.0f);
+}
+
+TEST(Fp16, RoundTripsEveryFiniteHalfExactly) {
+  for (uint32_t h = 0; h < 0x10000; ++h) {
+    if ((h & 0x7c00) == 0x7c00) continue;  // inf/NaN checked below
+    float f = half_to_float(static_cast<uint16_t>(h));
+    ASSERT_EQ(float_to_half(f), h) << "half 0x" << std::hex << h;
+  }
+  EXPECT_EQ(half_to_float(0x3c00), 1.0f);
+  EXPECT_EQ(half_to_float(0x0001), std::ldexp(1.0f, -24));  // smallest subnormal
+  EXPECT_EQ(float_to_half(65504.0f), 0x7bff);
+  EXPECT_EQ(float_to_half(65520.0f), 0x7c00);  // halfway to 2^16 rounds to inf
+  EXPECT_EQ(float_to_half(1e-9f), 0x0000);
+  EXPECT_EQ(float_to_half(1.0f + std::ldexp(1.0f, -11)), 0x3c00);  // tie -> even
+  EXPECT_EQ(float_to_half(1.0f + 3 * std::ldexp(1.0f, -11)), 0x3c02);  // tie -> even (up)
+  EXPECT_TRUE(std::isnan(half_to_float(float_to_half(NAN))));
+}
+
+TEST(ReduceCombine, SumAvgMaxMinInFp32AndBf16) {
+  float a[3] = {1, -2, 8}, b[3] = {3, 5, NAN}, out[3];
+  reduce_combine(out, a, b, 3, DType::kFloat32, ReduceOp::kSum, 1);
+  EXPECT_EQ(out[0], 4);
+  EXPECT_EQ(out[1], 3);
+  reduce_combine(out, a, b, 2, DType::kFloat32, ReduceOp::kAvg, 2);
+  EXPECT_EQ(out[0], 2);
+  EXPECT_EQ(out[1], 1.5f);
+  reduce_combine(out, a, b, 3, DType::kFloat32, ReduceOp::kMax, 1);
+  EXPECT_EQ(out[0], 3);
+  EXPECT_EQ(out[1], 5);
+  EXPECT_TRUE(std::isnan(out[2]));  // NaN (an overflow flag) is never lost
+  reduce_combine(out, a, b, 2, DType::kFloat32, ReduceOp::kMin, 1);
+  EXPECT_EQ(out[0], 1);
+  EXPECT_EQ(out[1], -2);
+  uint16_t x[2] = {float_to_bf16(1.0f), float_to_bf16(256.0f)};
+  uint16_t y[2] = {float_to_bf16(2.0f), float_to_bf16(1.0f)};
+  reduce_combine(x, x, y, 2, DType::kBFloat16, ReduceOp::kSum, 1);  // in place
+  EXPECT_EQ(bf16_to_float(x[0]), 3.0f);
+  EXPECT_EQ(bf16_to_float(x[1]), 256.0f);  // 257 is not a bf16: ties to even 256
+}
+
+TEST(Partition, PaddedShardsCoverTheBufferExactly) {
+  for (size_t count : {0, 1, 7, 10, 12, 1000003}) {
+    for (int n : {1, 2, 3, 4, 8}) {
+      size_t covered = 0;
+      for (int r = 0; r < n; ++r) {
+        PartitionRange p = partition_range(count, n, r);
+        if (p.count > 0) {
+          EXPECT_EQ(p.offset, covered);
+        }
+        covered += p.count;
+        EXPECT_LE(p.count, partition_size(count, n));
+      }
+      EXPECT_EQ(covered, count);
+      EXPECT_EQ(padded_count(count, n) % n, 0u);
+      EXPECT_LT(padded_count(count, n) - count, static_cast<size_t>(n));
+    }
+  }
+  EXPECT_EQ(partition_range(10, 4, 3).offset, 9u);
+  EXPECT_EQ(partition_range(10, 4, 3).count, 1u);
+  EXPECT_EQ(partition_range(2, 4, 3).count, 0u);
+}
+
+TEST(Partition, RingChunksDifferByAtMostOneElement) {
+  size_t total = 0;
+  for (int i = 0; i < 4; ++i) {
+    PartitionRange c = ring_chunk(10, 4, i);
+    EXPECT_EQ(c.offset, total);
+    EXPECT_EQ(c.count, i < 2 ? 3u : 2u);
+    total += c.count;
+  }
+  EXPECT_EQ(total, 10u);
+}
+
+TEST(CommOptionsFromEnv, ReadsLauncherVariables) {
+  setenv("RANK", "2", 1);
+  setenv("WORLD_SIZE", "4", 1);
+  setenv("MASTER_ADDR", "10.0.0.7", 1);
+  setenv("MASTER_PORT", "29511", 1);
+  setenv("ZEROTRAIN_JOB_SECRET", "abc", 1);
+  setenv("ZEROTRAIN_COMM_TIMEOUT", "2.5", 1);
+  auto o = comm_options_from_env();
+  ASSERT_TRUE(o.ok()) << o.status().to_string();
+  EXPECT_EQ(o->rank, 2);
+  EXPECT_EQ(o->world_size, 4);
+  EXPECT_EQ(o->master_addr, "10.0.0.7");
+  EXPECT_EQ(o->master_port, 29511);
+  EXPECT_EQ(o->secret, "abc");
+  EXPECT_EQ(o->timeout.count(), 2500);
+  setenv("RANK", "4", 1);
+  EXPECT_NE(comm_options_from_env().status().message().find("RANK=4"), std::string::npos);
+  setenv("RANK", "0", 1);
+  setenv("ZEROTRAIN_COMM_TIMEOUT", "-1", 1);
+  EXPECT_NE(comm_options_from_env().status().message().find("ZEROTRAIN_COMM_TIMEOUT"),
+            std::string::npos);
+  for (const char* v : {"RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT", "ZEROTRAIN_JOB_SECRET",
+                        "ZEROTRAIN_COMM_TIMEOUT"})
+    unsetenv(v);
+  auto d = comm_options_from_env();
+  ASSERT_TRUE(d.ok());
+  EXPECT_EQ(d->world_size, 1);
+  EXPECT_EQ(d->master_port, 29500);
+  EXPECT_EQ(d->timeout.count(), 30000);
+}
+
+}  // namespace
+}  // namespace zerotrain::comm
