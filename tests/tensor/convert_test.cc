@@ -7,7 +7,9 @@
 
 #include <bit>
 #include <cmath>
+#include <cstdio>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "tensor/aligned_buffer.h"
@@ -45,6 +47,7 @@ std::vector<float> interesting_floats() {
 
 TEST(ConvertTest, LevelsAreClampedToTheDetectedOne) {
   const SimdLevel best = detected_simd_level();
+  std::printf("detected SIMD level: %s\n", std::string(simd_level_name(best)).c_str());
   {
     ScopedSimdLevel top(SimdLevel::kAvx512);
     EXPECT_EQ(top.active(), best);
