@@ -22,7 +22,10 @@ std::string_view trim(std::string_view s) {
 
 std::string join_words(const std::vector<std::string>& words) {
   std::string out;
-  for (size_t i = 0; i < words.size(); ++i) out += (i ? " " : "") + shell_quote(words[i]);
+  for (size_t i = 0; i < words.size(); ++i) {
+    if (i) out += ' ';
+    out += shell_quote(words[i]);
+  }
   return out;
 }
 

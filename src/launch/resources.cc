@@ -46,7 +46,10 @@ std::optional<int> parse_count(std::string_view s) {
 
 std::string join_ints(const std::vector<int>& v) {
   std::string out;
-  for (size_t i = 0; i < v.size(); ++i) out += (i ? "," : "") + std::to_string(v[i]);
+  for (size_t i = 0; i < v.size(); ++i) {
+    if (i) out += ',';
+    out += std::to_string(v[i]);
+  }
   return out;
 }
 
@@ -357,8 +360,10 @@ bool is_local_host(std::string_view host, std::string_view hostname) {
 
 std::string format_node_slots(const std::vector<NodeSlots>& nodes) {
   std::string out;
-  for (size_t i = 0; i < nodes.size(); ++i)
-    out += (i ? "@" : "") + nodes[i].host + ":" + join_ints(nodes[i].slots);
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    if (i) out += '@';
+    out += nodes[i].host + ":" + join_ints(nodes[i].slots);
+  }
   return out;
 }
 

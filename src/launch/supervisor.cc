@@ -274,7 +274,10 @@ class Job {
   std::string killed_suffix() const {
     if (sigkilled_ranks_.empty()) return "";
     std::string ranks;
-    for (int r : sigkilled_ranks_) ranks += (ranks.empty() ? "" : ",") + std::to_string(r);
+    for (int r : sigkilled_ranks_) {
+      if (!ranks.empty()) ranks += ',';
+      ranks += std::to_string(r);
+    }
     char grace[32];
     std::snprintf(grace, sizeof grace, "%g", options_.grace_period_s);
     return " (SIGKILL after the " + std::string(grace) + " s grace period: rank " + ranks + ")";
