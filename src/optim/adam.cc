@@ -94,6 +94,7 @@ Status check_tensors(const AdamTensors& t, tensor::TensorView copy, int64_t step
   if (copy.data == nullptr && copy.numel == 0) return ok_status();
   if (copy.dtype == tensor::DType::kFloat32)
     return bad("param_copy must be fp16 or bf16, not fp32");
+  if (copy.data == nullptr) return bad("param_copy has no data");
   if (copy.numel != n) {
     return bad("param_copy has " + std::to_string(copy.numel) + " elements, params " +
                std::to_string(n));

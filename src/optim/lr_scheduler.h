@@ -11,9 +11,9 @@
 //   ZT_ASSIGN_OR_RETURN(auto sched, make_lr_scheduler(
 //       WarmupDecayLrOptions{.total_num_steps = 10000, .warmup_num_steps = 100},
 //       adam.options().lr));
-//   adam.set_lr(sched->get_lr());
+//   apply_lr(*sched, adam);
 //   ... after each optimizer step that was not skipped:
-//   sched->step();  adam.set_lr(sched->get_lr());
+//   sched->step();  apply_lr(*sched, adam);
 //
 // Thread-safety: not synchronised; one owner (the engine) drives it.
 #pragma once
@@ -187,6 +187,18 @@ using LrSchedulerOptions = std::variant<WarmupLrOptions, WarmupDecayLrOptions,
 // base). InvalidArgument names the scheduler and parameter.
 StatusOr<std::unique_ptr<LrScheduler>> make_lr_scheduler(const LrSchedulerOptions& options,
                                                          double optimizer_lr);
+
+// Writes the scheduler's lr (and betas, if it cycles them and the optimizer
+// has set_betas) into an optimizer: what DeepSpeed's update_lr does after
+// construction and after each step(). Works with Adam and Sgd (Sgd has no
+// betas, so momentum cycling is ignored for it, as DeepSpeed disables it).
+template <typename Optimizer>
+void apply_lr(const LrScheduler& scheduler, Optimizer& optimizer) {
+  optimizer.set_lr(scheduler.get_lr());
+  if constexpr (requires { optimizer.set_betas(0.0, 0.0); }) {
+    if (const auto betas = scheduler.get_mom()) optimizer.set_betas((*betas)[0], (*betas)[1]);
+  }
+}
 
 // "log" -> kLog, "linear" -> kLinear; anything else logs a warning and is
 // kLog, as DeepSpeed does.

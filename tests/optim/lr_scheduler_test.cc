@@ -7,6 +7,9 @@
 #include <cmath>
 #include <numbers>
 
+#include "optim/adam.h"
+#include "optim/sgd.h"
+
 namespace zerotrain::optim {
 namespace {
 
@@ -179,6 +182,22 @@ TEST(LrSchedulerTest, FactoryDispatchesAndStateRoundTrips) {
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.status().message().find("cycle_first_step_size"), std::string::npos);
   EXPECT_EQ(parse_warmup_type("cosine"), WarmupType::kLog);  // DeepSpeed: warn, use log
+}
+
+TEST(LrSchedulerTest, ApplyLrWritesLrAndOneCycleBetasIntoTheOptimizer) {
+  auto adam = Adam::create({});
+  auto sgd = Sgd::create({.lr = 0.5});
+  ASSERT_TRUE(adam.ok() && sgd.ok());
+  auto s =
+      OneCycle::create({.cycle_min_lr = 0.01, .cycle_max_lr = 0.1, .cycle_first_step_size = 4});
+  ASSERT_TRUE(s.ok());
+  (*s)->step(1);  // i = 2 of a 4 + 4 cycle: f = 0.25 / 0.5
+  apply_lr(**s, *adam);
+  apply_lr(**s, *sgd);
+  EXPECT_NEAR(adam->options().lr, 0.01 + 0.09 * 0.5, kTol);
+  EXPECT_NEAR(adam->options().betas[0], 0.9 - 0.1 * 0.5, kTol);
+  EXPECT_EQ(adam->options().betas[1], 0.99);
+  EXPECT_NEAR(sgd->options().lr, 0.055, kTol);
 }
 
 }  // namespace
