@@ -141,6 +141,34 @@ TEST(Linear, Bf16ForwardWithinRoundingOfFp32) {
   EXPECT_LT(err / mag, 1.0 / 128) << "mean relative error of bf16 forward";
 }
 
+TEST(Linear, Bf16BackwardWithinRoundingOfFp32) {
+  auto x = random_floats(B * T * C, 26), w = random_floats(OC * C, 27);
+  auto g = random_floats(B * T * OC, 28);
+  std::vector<Bf16Bits> xh(x.size()), wh(w.size()), gh(g.size());
+  bf16_from_float_array(xh.data(), x.data(), x.size());
+  bf16_from_float_array(wh.data(), w.data(), w.size());
+  bf16_from_float_array(gh.data(), g.data(), g.size());
+  std::vector<float> dx(B * T * C, 0.0f), dw(OC * C, 0.0f), db(OC, 0.0f);
+  std::vector<float> dx32 = dx, dw32 = dw, db32 = db;
+  ASSERT_TRUE(linear_backward_bf16(dx.data(), dw.data(), db.data(), gh.data(), xh.data(), wh.data(),
+                                   B, T, C, OC)
+                  .ok());
+  ASSERT_TRUE(linear_backward(dx32.data(), dw32.data(), db32.data(), g.data(), x.data(), w.data(),
+                              B, T, C, OC)
+                  .ok());
+  // Each operand rounds with relative error <= 2^-9: a sum of K products
+  // of magnitude ~1 moves by at most about K·2^-8 (K = OC, B·T, B·T).
+  for (size_t i = 0; i < dx.size(); ++i) EXPECT_NEAR(dx[i], dx32[i], OC * 3 * 3 / 256.0) << i;
+  for (size_t i = 0; i < dw.size(); ++i) EXPECT_NEAR(dw[i], dw32[i], B * T * 9 / 256.0) << i;
+  for (size_t i = 0; i < db.size(); ++i) EXPECT_NEAR(db[i], db32[i], B * T * 3 / 256.0) << i;
+  double err = 0, mag = 0;
+  for (size_t i = 0; i < dw.size(); ++i) {
+    err += std::fabs(dw[i] - dw32[i]);
+    mag += std::fabs(dw32[i]);
+  }
+  EXPECT_LT(err / mag, 1.0 / 128) << "mean relative error of bf16 dweight";
+}
+
 TEST(Gelu, ForwardAndBackward) {
   auto x = random_floats(B * T * 4 * C, 21, 2.0f);
   const int64_t n = static_cast<int64_t>(x.size());

@@ -3,8 +3,8 @@
 // side by side within each) to out [B,T,C] before the output projection:
 //   att = softmax_causal(q·kᵀ / √hs), out = att·v, per (b, head).
 // B batch, T time, C channels, NH heads. The forward saves att (after
-// softmax) for the backward. Both go through batched oneDNN GEMMs over the
-// B·NH heads, on head-major copies of q, k, v held in caller scratch.
+// softmax) for the backward. Per head, oneDNN GEMMs on head-major copies
+// of q, k, v held in caller scratch; heads spread over the OpenMP threads.
 // Backward ADDS into dqkv.
 //
 //   std::vector<float> scratch(attention_backward_scratch_floats(B, T, C, NH));

@@ -1,7 +1,11 @@
-// Fused softmax + cross-entropy kernels (see crossentropy.h).
+// Fused softmax + cross-entropy kernels (see crossentropy.h). exp comes
+// from fast_exp so the V-long row loops vectorise (AVX-512 where present).
 #include "kernels/cpu/crossentropy.h"
 
+#include <algorithm>
 #include <cmath>
+
+#include "kernels/cpu/vec_math.h"
 
 namespace zerotrain::kernels::cpu {
 namespace {
@@ -20,23 +24,25 @@ Status check_targets(const int32_t* targets, int64_t B, int64_t T, int64_t V, in
 }
 
 // log Σ_v exp(row[v]) over v < V, shifted by the row max for range safety.
-float row_logsumexp(const float* row, int64_t V) {
+ZT_SIMD_CLONES float row_logsumexp(const float* row, int64_t V) {
   float maxv = -INFINITY;
-  for (int64_t v = 0; v < V; ++v) maxv = std::fmax(maxv, row[v]);
+#pragma omp simd reduction(max : maxv)
+  for (int64_t v = 0; v < V; ++v) maxv = std::max(maxv, row[v]);
   float sum = 0.0f;
 #pragma omp simd reduction(+ : sum)
-  for (int64_t v = 0; v < V; ++v) sum += std::exp(row[v] - maxv);
+  for (int64_t v = 0; v < V; ++v) sum += fast_exp(row[v] - maxv);
   return maxv + std::log(sum);
 }
 
-void row_backward(float* drow, const float* row, float lse, int32_t target, float dloss, int64_t V,
-                  int64_t Vp) {
+ZT_SIMD_CLONES void row_backward(float* drow, const float* row, float lse, int32_t target,
+                                 float dloss, int64_t V, int64_t Vp) {
   if (target < 0) {
     for (int64_t v = 0; v < Vp; ++v) drow[v] = 0.0f;
     return;
   }
   // Read-then-write per element, so drow == row is fine.
-  for (int64_t v = 0; v < V; ++v) drow[v] = dloss * std::exp(row[v] - lse);
+#pragma omp simd
+  for (int64_t v = 0; v < V; ++v) drow[v] = dloss * fast_exp(row[v] - lse);
   drow[target] -= dloss;
   for (int64_t v = V; v < Vp; ++v) drow[v] = 0.0f;
 }

@@ -1,34 +1,50 @@
-// GELU kernels (see gelu.h).
+// GELU kernels (see gelu.h). tanh comes from fast_tanh so the loops
+// vectorise (libm's tanhf is a scalar call); leaves are compiled for
+// AVX-512 / AVX2 / baseline with run-time dispatch.
 #include "kernels/cpu/gelu.h"
 
-#include <cmath>
+#include "kernels/cpu/vec_math.h"
 
 namespace zerotrain::kernels::cpu {
 namespace {
+
 constexpr float kGeluScale = 0.7978845608028654f;  // sqrt(2 / pi)
 constexpr float kGeluCubic = 0.044715f;
-}  // namespace
 
-void gelu_forward(float* out, const float* inp, int64_t N) {
-#pragma omp parallel for simd schedule(static)
-  for (int64_t i = 0; i < N; ++i) {
+ZT_SIMD_CLONES void gelu_forward_range(float* out, const float* inp, int64_t n) {
+#pragma omp simd
+  for (int64_t i = 0; i < n; ++i) {
     const float x = inp[i];
     const float u = kGeluScale * (x + kGeluCubic * x * x * x);
-    out[i] = 0.5f * x * (1.0f + std::tanh(u));
+    out[i] = 0.5f * x * (1.0f + fast_tanh(u));
   }
 }
 
-void gelu_backward(float* dinp, const float* inp, const float* dout, int64_t N) {
-#pragma omp parallel for simd schedule(static)
-  for (int64_t i = 0; i < N; ++i) {
+ZT_SIMD_CLONES void gelu_backward_range(float* dinp, const float* inp, const float* dout,
+                                        int64_t n) {
+#pragma omp simd
+  for (int64_t i = 0; i < n; ++i) {
     const float x = inp[i];
     const float u = kGeluScale * (x + kGeluCubic * x * x * x);
-    const float th = std::tanh(u);
+    const float th = fast_tanh(u);
     const float sech2 = 1.0f - th * th;
     const float local =
         0.5f * (1.0f + th) + 0.5f * x * sech2 * kGeluScale * (1.0f + 3.0f * kGeluCubic * x * x);
     dinp[i] += local * dout[i];
   }
+}
+
+}  // namespace
+
+void gelu_forward(float* out, const float* inp, int64_t N) {
+  parallel_chunks(N,
+                  [&](int64_t i0, int64_t i1) { gelu_forward_range(out + i0, inp + i0, i1 - i0); });
+}
+
+void gelu_backward(float* dinp, const float* inp, const float* dout, int64_t N) {
+  parallel_chunks(N, [&](int64_t i0, int64_t i1) {
+    gelu_backward_range(dinp + i0, inp + i0, dout + i0, i1 - i0);
+  });
 }
 
 }  // namespace zerotrain::kernels::cpu

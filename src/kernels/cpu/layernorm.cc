@@ -1,5 +1,6 @@
 // LayerNorm kernels (see layernorm.h). Row statistics in fp32 with a
-// two-pass variance, as llm.c does, so no catastrophic cancellation.
+// two-pass variance, as llm.c does, so no catastrophic cancellation. Row
+// loops are SIMD reductions in cloned (AVX-512 / AVX2 / baseline) leaves.
 #include "kernels/cpu/layernorm.h"
 
 #include <omp.h>
@@ -7,24 +8,57 @@
 #include <cmath>
 #include <vector>
 
+#include "kernels/cpu/vec_math.h"
+
 namespace zerotrain::kernels::cpu {
+namespace {
+
+ZT_SIMD_CLONES void row_forward(float* o, float* mean, float* rstd, const float* x,
+                                const float* weight, const float* bias, int64_t C) {
+  float m = 0.0f;
+#pragma omp simd reduction(+ : m)
+  for (int64_t c = 0; c < C; ++c) m += x[c];
+  m /= static_cast<float>(C);
+  float v = 0.0f;
+#pragma omp simd reduction(+ : v)
+  for (int64_t c = 0; c < C; ++c) v += (x[c] - m) * (x[c] - m);
+  v /= static_cast<float>(C);
+  const float s = 1.0f / std::sqrt(v + kLayerNormEps);
+#pragma omp simd
+  for (int64_t c = 0; c < C; ++c) o[c] = (x[c] - m) * s * weight[c] + bias[c];
+  if (mean) *mean = m;
+  if (rstd) *rstd = s;
+}
+
+// dx += row gradient; pw += norm·dout (dweight partial); pb += dout.
+ZT_SIMD_CLONES void row_backward(float* dx, float* pw, float* pb, const float* d, const float* x,
+                                 const float* weight, float m, float s, int64_t C) {
+  float dnorm_mean = 0.0f, dnorm_norm_mean = 0.0f;
+#pragma omp simd reduction(+ : dnorm_mean, dnorm_norm_mean)
+  for (int64_t c = 0; c < C; ++c) {
+    const float dnorm = weight[c] * d[c];
+    dnorm_mean += dnorm;
+    dnorm_norm_mean += dnorm * (x[c] - m) * s;
+  }
+  dnorm_mean /= static_cast<float>(C);
+  dnorm_norm_mean /= static_cast<float>(C);
+#pragma omp simd
+  for (int64_t c = 0; c < C; ++c) {
+    const float norm = (x[c] - m) * s;
+    pb[c] += d[c];
+    pw[c] += norm * d[c];
+    dx[c] += (weight[c] * d[c] - dnorm_mean - norm * dnorm_norm_mean) * s;
+  }
+}
+
+}  // namespace
 
 void layernorm_forward(float* out, float* mean, float* rstd, const float* inp, const float* weight,
                        const float* bias, int64_t B, int64_t T, int64_t C) {
 #pragma omp parallel for schedule(static)
   for (int64_t i = 0; i < B * T; ++i) {
-    const float* x = inp + i * C;
-    float m = 0.0f;
-    for (int64_t c = 0; c < C; ++c) m += x[c];
-    m /= static_cast<float>(C);
-    float v = 0.0f;
-    for (int64_t c = 0; c < C; ++c) v += (x[c] - m) * (x[c] - m);
-    v /= static_cast<float>(C);
-    const float s = 1.0f / std::sqrt(v + kLayerNormEps);
-    float* o = out + i * C;
-    for (int64_t c = 0; c < C; ++c) o[c] = (x[c] - m) * s * weight[c] + bias[c];
-    if (mean) mean[i] = m;
-    if (rstd) rstd[i] = s;
+    row_forward(out + i * C, mean ? mean + i : nullptr, rstd ? rstd + i : nullptr, inp + i * C,
+                weight, bias, C);
   }
 }
 
@@ -39,29 +73,10 @@ void layernorm_backward(float* dinp, float* dweight, float* dbias, const float* 
 #pragma omp parallel num_threads(nth)
   {
     float* pw = partial.data() + static_cast<size_t>(omp_get_thread_num()) * 2 * C;
-    float* pb = pw + C;
 #pragma omp for schedule(static)
     for (int64_t i = 0; i < rows; ++i) {
-      const float* x = inp + i * C;
-      const float* d = dout + i * C;
-      const float m = mean[i], s = rstd[i];
-      float dnorm_mean = 0.0f, dnorm_norm_mean = 0.0f;
-      for (int64_t c = 0; c < C; ++c) {
-        const float norm = (x[c] - m) * s;
-        const float dnorm = weight[c] * d[c];
-        dnorm_mean += dnorm;
-        dnorm_norm_mean += dnorm * norm;
-      }
-      dnorm_mean /= static_cast<float>(C);
-      dnorm_norm_mean /= static_cast<float>(C);
-      float* dx = dinp + i * C;
-      for (int64_t c = 0; c < C; ++c) {
-        const float norm = (x[c] - m) * s;
-        const float dnorm = weight[c] * d[c];
-        pb[c] += d[c];
-        pw[c] += norm * d[c];
-        dx[c] += (dnorm - dnorm_mean - norm * dnorm_norm_mean) * s;
-      }
+      row_backward(dinp + i * C, pw, pw + C, dout + i * C, inp + i * C, weight, mean[i], rstd[i],
+                   C);
     }
   }
   for (int t = 0; t < nth; ++t) {

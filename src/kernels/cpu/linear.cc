@@ -20,27 +20,53 @@ Status linear_forward_bf16(float* out, const Bf16Bits* inp, const Bf16Bits* weig
                      out);
 }
 
+namespace {
+
+// dbias[o] += Σ_rows dout[row, o]; parallel over output channels, each
+// summing its column in row order. `at` reads one element as fp32.
+template <typename T, typename At>
+void add_column_sums(float* dbias, const T* dout, int64_t rows, int64_t OC, At at) {
+#pragma omp parallel for schedule(static)
+  for (int64_t o0 = 0; o0 < OC; o0 += 64) {
+    const int64_t o1 = std::min(OC, o0 + 64);
+    for (int64_t i = 0; i < rows; ++i) {
+      const T* d = dout + i * OC;
+      for (int64_t o = o0; o < o1; ++o) dbias[o] += at(d[o]);
+    }
+  }
+}
+
+// The three products of the backward, fp32 or bf16 operands alike.
+template <typename T, typename Gemm>
+Status linear_backward_gemms(float* dinp, float* dweight, const T* dout, const T* inp,
+                             const T* weight, int64_t rows, int64_t C, int64_t OC, Gemm gemm) {
+  if (dinp) {
+    // dinp[rows,C] += dout[rows,OC] · weight[OC,C]
+    ZT_RETURN_IF_ERROR(
+        gemm(MatmulDesc{.m = rows, .n = C, .k = OC, .beta = 1.0f}, dout, weight, nullptr, dinp));
+  }
+  // dweight[OC,C] += dout[rows,OC]ᵀ · inp[rows,C]
+  ZT_RETURN_IF_ERROR(gemm(MatmulDesc{.m = OC, .n = C, .k = rows, .trans_a = true, .beta = 1.0f},
+                          dout, inp, nullptr, dweight));
+  return ok_status();
+}
+
+}  // namespace
+
 Status linear_backward(float* dinp, float* dweight, float* dbias, const float* dout,
                        const float* inp, const float* weight, int64_t B, int64_t T, int64_t C,
                        int64_t OC) {
-  const int64_t rows = B * T;
-  if (dinp) {
-    ZT_RETURN_IF_ERROR(
-        matmul(MatmulDesc{.m = rows, .n = C, .k = OC, .beta = 1.0f}, dout, weight, nullptr, dinp));
-  }
-  ZT_RETURN_IF_ERROR(matmul(MatmulDesc{.m = OC, .n = C, .k = rows, .trans_a = true, .beta = 1.0f},
-                            dout, inp, nullptr, dweight));
-  if (dbias) {
-    // Parallel over output channels; each sums its column in row order.
-#pragma omp parallel for schedule(static)
-    for (int64_t o0 = 0; o0 < OC; o0 += 64) {
-      const int64_t o1 = std::min(OC, o0 + 64);
-      for (int64_t i = 0; i < rows; ++i) {
-        const float* d = dout + i * OC;
-        for (int64_t o = o0; o < o1; ++o) dbias[o] += d[o];
-      }
-    }
-  }
+  ZT_RETURN_IF_ERROR(linear_backward_gemms(dinp, dweight, dout, inp, weight, B * T, C, OC, matmul));
+  if (dbias) add_column_sums(dbias, dout, B * T, OC, [](float x) { return x; });
+  return ok_status();
+}
+
+Status linear_backward_bf16(float* dinp, float* dweight, float* dbias, const Bf16Bits* dout,
+                            const Bf16Bits* inp, const Bf16Bits* weight, int64_t B, int64_t T,
+                            int64_t C, int64_t OC) {
+  ZT_RETURN_IF_ERROR(
+      linear_backward_gemms(dinp, dweight, dout, inp, weight, B * T, C, OC, matmul_bf16));
+  if (dbias) add_column_sums(dbias, dout, B * T, OC, float_from_bf16);
   return ok_status();
 }
 

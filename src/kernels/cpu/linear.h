@@ -5,6 +5,7 @@
 //
 //   ZT_RETURN_IF_ERROR(linear_forward(y, x, w, b, B, T, C, OC));
 //   ZT_RETURN_IF_ERROR(linear_backward(dx, dw, db, dy, x, w, B, T, C, OC));
+// The *_bf16 variants take bf16 operands and keep fp32 outputs and grads.
 //
 // Threads: oneDNN/OpenMP. Thread-safety: no shared state besides the
 // (locked) GEMM primitive cache.
@@ -42,5 +43,15 @@ Status linear_backward(float* dinp,          // [B,T,C] += (or nullptr)
                        const float* inp,     // [B,T,C]
                        const float* weight,  // [OC,C]
                        int64_t B, int64_t T, int64_t C, int64_t OC);
+
+// The bf16 backward: dout, inp and weight in bf16 (raw bits); the GEMMs
+// accumulate in fp32 and the gradients stay fp32 (+=), as master grads.
+Status linear_backward_bf16(float* dinp,             // [B,T,C] += (or nullptr)
+                            float* dweight,          // [OC,C] +=
+                            float* dbias,            // [OC] += (or nullptr)
+                            const Bf16Bits* dout,    // [B,T,OC]
+                            const Bf16Bits* inp,     // [B,T,C]
+                            const Bf16Bits* weight,  // [OC,C]
+                            int64_t B, int64_t T, int64_t C, int64_t OC);
 
 }  // namespace zerotrain::kernels::cpu
