@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -100,8 +101,12 @@ ExecImage build_image(const WorkerSpec& w) {
   return img;
 }
 
-[[noreturn]] void exec_child(const ExecImage& img, int stdin_fd, int err_fd) {
+[[noreturn]] void exec_child(const ExecImage& img, int stdin_fd, int err_fd, pid_t launcher) {
   ::setpgid(0, 0);
+  // Our own process group hides the worker from the terminal's signals, so a
+  // launcher killed outright (SIGKILL, OOM) must still take it down.
+  ::prctl(PR_SET_PDEATHSIG, SIGTERM);
+  if (::getppid() != launcher) ::_exit(127);               // the launcher died before prctl
   for (int sig : kHandledSignals) ::signal(sig, SIG_DFL);  // SIGPIPE's SIG_IGN would survive exec
   sigset_t none;
   sigemptyset(&none);
@@ -130,8 +135,9 @@ StatusOr<pid_t> spawn(const WorkerSpec& w) {
     return errno_status("pipe2", err);
   }
   int stdin_fd = in_pipe[0] >= 0 ? in_pipe[0] : ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+  const pid_t launcher = ::getpid();
   pid_t pid = ::fork();
-  if (pid == 0) exec_child(img, stdin_fd, err_pipe[1]);
+  if (pid == 0) exec_child(img, stdin_fd, err_pipe[1], launcher);
   int fork_errno = errno;
   ::close(err_pipe[1]);
   ::close(stdin_fd);
@@ -220,14 +226,15 @@ class Job {
                                    std::chrono::duration<double>(options_.grace_period_s));
   }
 
-  void escalate() {
+  void escalate(bool by_signal) {
     signal_running(SIGKILL);
     killed_ = true;
+    killed_by_signal_ = by_signal;
   }
 
   void on_launcher_signal(int sig) {
     if (stopping_) {  // a second Ctrl-C, or one during a stop: do not wait out the grace
-      if (!killed_) escalate();
+      if (!killed_) escalate(/*by_signal=*/true);
       return;
     }
     interrupted_by_ = sig;
@@ -259,7 +266,7 @@ class Job {
       if (stopping_ && !killed_) {
         auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline_ - Clock::now());
         if (left.count() <= 0) {
-          escalate();
+          escalate(/*by_signal=*/false);
           continue;
         }
         timeout_ms = static_cast<int>(left.count()) + 1;
@@ -278,6 +285,7 @@ class Job {
       if (!ranks.empty()) ranks += ',';
       ranks += std::to_string(r);
     }
+    if (killed_by_signal_) return " (SIGKILL on a second signal: rank " + ranks + ")";
     char grace[32];
     std::snprintf(grace, sizeof grace, "%g", options_.grace_period_s);
     return " (SIGKILL after the " + std::string(grace) + " s grace period: rank " + ranks + ")";
@@ -323,7 +331,7 @@ class Job {
   SupervisorOptions options_;
   SignalPipe& pipe_;
   std::vector<Child> children_;
-  bool stopping_ = false, killed_ = false;
+  bool stopping_ = false, killed_ = false, killed_by_signal_ = false;
   Clock::time_point deadline_;
   int failed_rank_ = -1, spawn_failed_rank_ = -1, interrupted_by_ = 0;
   size_t stopped_count_ = 0;

@@ -19,6 +19,8 @@
 //  * A program that cannot be executed (missing, not executable) is reported
 //    at once ("cannot run 'x': No such file or directory") with result 127;
 //    workers already started are stopped.
+//  * A worker gets SIGTERM when the launcher dies without stopping it
+//    (PR_SET_PDEATHSIG), e.g. when the launcher is SIGKILLed.
 //  * Exits are noticed through SIGCHLD written to a self-pipe that poll()
 //    waits on: no polling interval, no busy loop.
 //  * Every worker's stdin is /dev/null (or a pipe carrying stdin_data, then
@@ -26,6 +28,10 @@
 //    stopped by SIGTTIN and hang the job.
 //  * Grandchildren that outlive their worker are not tracked; they do get
 //    the stop signals while the worker (their group leader) is alive.
+//  * A remote worker is its ssh client: stopping it ends ssh, and the remote
+//    program then loses its stdout/stderr (SIGPIPE on its next write) and its
+//    peers, whose collectives fail after the comm timeout. As with
+//    DeepSpeed's pdsh runner, nothing kills it on the remote host directly.
 //
 // Thread-safety: installs process-wide handlers for SIGCHLD, SIGINT, SIGTERM,
 // SIGHUP and ignores SIGPIPE while it runs (restored on return). Only one

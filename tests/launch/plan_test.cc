@@ -231,6 +231,42 @@ TEST_F(DryRun, UserVisibleDevicesSelectAndRefuse) {
   ::unsetenv("CUDA_VISIBLE_DEVICES");
 }
 
+TEST_F(DryRun, RemoteJobsExportDeepspeedEnvFromHomeThenCwdAndForwardedVars) {
+  ASSERT_EQ(std::system(("mkdir '" + dir_ + "/home' '" + dir_ + "/work'").c_str()), 0);
+  write("home/.deepspeed_env", "A=home\nB=home\n");
+  write("work/.deepspeed_env", "# project settings\nB=cwd value\n");
+  std::string old_home = std::getenv("HOME") ? std::getenv("HOME") : "";
+  char old_cwd[4096];
+  ASSERT_NE(::getcwd(old_cwd, sizeof old_cwd), nullptr);
+  ::setenv("HOME", (dir_ + "/home").c_str(), 1);
+  ::setenv("OMP_NUM_THREADS", "3", 1);
+  ASSERT_EQ(::chdir((dir_ + "/work").c_str()), 0);
+  char cwd[4096];
+  ASSERT_NE(::getcwd(cwd, sizeof cwd), nullptr);
+
+  LaunchOptions opt;
+  opt.hostfile = write("hosts", "far-host slots=1\n");
+  opt.command = {"prog"};
+  StatusOr<JobPlan> plan = plan_launch(opt);
+  ::setenv("DS_ENV_FILE", write("abs_env", "C=only\n").c_str(), 1);
+  StatusOr<JobPlan> plan_abs = plan_launch(opt);
+
+  ::unsetenv("DS_ENV_FILE");
+  ::unsetenv("OMP_NUM_THREADS");
+  ::setenv("HOME", old_home.c_str(), 1);
+  ASSERT_EQ(::chdir(old_cwd), 0);
+  ASSERT_TRUE(plan.ok()) << plan.status().to_string();
+  ASSERT_TRUE(plan_abs.ok()) << plan_abs.status().to_string();
+  const std::string& remote = plan->workers[0].argv.back();
+  EXPECT_EQ(remote.rfind("cd " + shell_quote(cwd) + " && ", 0), 0u) << remote;
+  EXPECT_NE(remote.find("exec env OMP_NUM_THREADS=3 A=home 'B=cwd value' RANK=0 "),
+            std::string::npos)
+      << remote;
+  const std::string& remote_abs = plan_abs->workers[0].argv.back();
+  EXPECT_NE(remote_abs.find("exec env OMP_NUM_THREADS=3 C=only RANK=0 "), std::string::npos)
+      << remote_abs;
+}
+
 TEST_F(DryRun, BadInputsExitTwoWithoutRunning) {
   LaunchOptions opt;
   opt.command = {"prog"};

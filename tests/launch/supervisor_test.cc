@@ -59,8 +59,44 @@ class Spawn : public ::testing::Test {
     }
     return false;
   }
+  // Forks a launcher whose stderr goes to launcher.err in the test directory.
+  pid_t fork_launcher(const LaunchOptions& opt) const {
+    pid_t pid = ::fork();
+    if (pid == 0) {
+      if (std::freopen((dir_ + "/launcher.err").c_str(), "w", stderr) == nullptr) ::_exit(99);
+      ::_exit(run_launcher(opt));
+    }
+    return pid;
+  }
+  int wait_exit_code(pid_t pid) const {
+    int status = 0;
+    if (::waitpid(pid, &status, 0) != pid || !WIFEXITED(status)) return -1;
+    return WEXITSTATUS(status);
+  }
   std::string dir_;
 };
+
+// True once `pid` no longer runs (gone, or a zombie awaiting its new parent).
+bool process_ends(pid_t pid, double timeout_s) {
+  auto start = Clock::now();
+  while (seconds_since(start) < timeout_s) {
+    std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+    std::string line;
+    if (!std::getline(stat, line)) return true;
+    size_t paren = line.rfind(')');
+    if (paren != std::string::npos && paren + 2 < line.size() && line[paren + 2] == 'Z')
+      return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return false;
+}
+
+pid_t read_pid(const std::string& path) {
+  std::ifstream in(path);
+  pid_t pid = -1;
+  in >> pid;
+  return pid;
+}
 
 TEST_F(Spawn, TwoAndFourWorkersEachGetTheirOwnEnvironment) {
   for (int n : {2, 4}) {
@@ -157,6 +193,76 @@ TEST_F(Spawn, SigintToTheLauncherReachesEveryWorker) {
   ASSERT_TRUE(WIFEXITED(status));
   EXPECT_EQ(WEXITSTATUS(status), 128 + SIGINT);
   for (int r = 0; r < n; ++r) EXPECT_EQ(read("got." + std::to_string(r)), "int\n") << r;
+}
+
+TEST_F(Spawn, SigtermToTheLauncherEscalatesToSigkillForWorkersIgnoringIt) {
+  LaunchOptions opt = options(2,
+                              "trap '' TERM; touch \"$0/ready.$RANK\"; "
+                              "while :; do sleep 0.05; done");
+  pid_t launcher = fork_launcher(opt);
+  ASSERT_GE(launcher, 0);
+  for (int r = 0; r < 2; ++r) ASSERT_TRUE(wait_for_file("ready." + std::to_string(r), 5.0));
+  auto start = Clock::now();
+  ASSERT_EQ(::kill(launcher, SIGTERM), 0);
+  EXPECT_EQ(wait_exit_code(launcher), 128 + SIGTERM);
+  double elapsed = seconds_since(start);
+  EXPECT_GE(elapsed, 0.3);
+  EXPECT_LT(elapsed, 3.0);
+  EXPECT_NE(read("launcher.err")
+                .find("zerotrain run: received SIGTERM; stopped 2 workers (SIGKILL after the 0.3 "
+                      "s grace period: rank 0,1)"),
+            std::string::npos)
+      << read("launcher.err");
+}
+
+TEST_F(Spawn, SecondSigintSkipsTheGracePeriod) {
+  LaunchOptions opt = options(1,
+                              "trap '' INT TERM; touch \"$0/ready.$RANK\"; "
+                              "while :; do sleep 0.05; done");
+  opt.grace_period_s = 60;
+  pid_t launcher = fork_launcher(opt);
+  ASSERT_GE(launcher, 0);
+  ASSERT_TRUE(wait_for_file("ready.0", 5.0));
+  auto start = Clock::now();
+  ASSERT_EQ(::kill(launcher, SIGINT), 0);
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  ASSERT_EQ(::kill(launcher, SIGINT), 0);
+  EXPECT_EQ(wait_exit_code(launcher), 128 + SIGINT);
+  EXPECT_LT(seconds_since(start), 3.0);
+  EXPECT_NE(read("launcher.err")
+                .find("received SIGINT; stopped 1 worker (SIGKILL on a second signal: rank 0)"),
+            std::string::npos)
+      << read("launcher.err");
+}
+
+TEST_F(Spawn, StopSignalReachesTheWorkersOwnChildren) {
+  LaunchOptions opt = options(2,
+                              "if [ \"$RANK\" = 1 ]; then "
+                              "  while [ ! -s \"$0/grandchild\" ]; do sleep 0.01; done; exit 1; "
+                              "fi; sleep 30 & echo $! > \"$0/grandchild.tmp\"; "
+                              "mv \"$0/grandchild.tmp\" \"$0/grandchild\"; wait");
+  ::testing::internal::CaptureStderr();
+  EXPECT_EQ(run_launcher(opt), 1);
+  ::testing::internal::GetCapturedStderr();
+  pid_t grandchild = read_pid(dir_ + "/grandchild");
+  ASSERT_GT(grandchild, 0);
+  EXPECT_TRUE(process_ends(grandchild, 2.0)) << "sleep " << grandchild << " survived";
+}
+
+TEST_F(Spawn, WorkersDieWhenTheLauncherIsKilledOutright) {
+  LaunchOptions opt = options(2, "echo $$ > \"$0/pid.$RANK\"; exec sleep 30");
+  pid_t launcher = fork_launcher(opt);
+  ASSERT_GE(launcher, 0);
+  for (int r = 0; r < 2; ++r) ASSERT_TRUE(wait_for_file("pid." + std::to_string(r), 5.0));
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));  // let `exec sleep` happen
+  ASSERT_EQ(::kill(launcher, SIGKILL), 0);
+  int status = 0;
+  ASSERT_EQ(::waitpid(launcher, &status, 0), launcher);
+  for (int r = 0; r < 2; ++r) {
+    pid_t worker = read_pid(dir_ + "/pid." + std::to_string(r));
+    ASSERT_GT(worker, 0);
+    EXPECT_TRUE(process_ends(worker, 2.0)) << "worker " << r << " outlived its launcher";
+  }
 }
 
 TEST_F(Spawn, UnrunnableProgramIsAClearErrorNotAHang) {
