@@ -10,6 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <chrono>
@@ -26,6 +27,9 @@ using Clock = std::chrono::steady_clock;
 
 constexpr int kHandledSignals[] = {SIGCHLD, SIGINT, SIGTERM, SIGHUP, SIGPIPE};
 constexpr int kNumHandled = sizeof(kHandledSignals) / sizeof(kHandledSignals[0]);
+
+constexpr int64_t kMaxPollMs = 3600 * 1000;  // poll() takes an int; re-armed each loop
+constexpr double kMaxGraceS = 1e7;           // keeps the deadline arithmetic finite
 
 std::atomic<int> g_signal_write_fd{-1};
 
@@ -222,8 +226,9 @@ class Job {
   void stop(int sig) {
     signal_running(sig);
     stopping_ = true;
-    deadline_ = Clock::now() + std::chrono::duration_cast<Clock::duration>(
-                                   std::chrono::duration<double>(options_.grace_period_s));
+    const double grace_s = std::clamp(options_.grace_period_s, 0.0, kMaxGraceS);
+    deadline_ = Clock::now() +
+                std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(grace_s));
   }
 
   void escalate(bool by_signal) {
@@ -269,7 +274,7 @@ class Job {
           escalate(/*by_signal=*/false);
           continue;
         }
-        timeout_ms = static_cast<int>(left.count()) + 1;
+        timeout_ms = static_cast<int>(std::min<int64_t>(left.count() + 1, kMaxPollMs));
       }
       struct pollfd p = {pipe_.read_fd(), POLLIN, 0};
       ::poll(&p, 1, timeout_ms);  // EINTR or timeout: just re-check below
@@ -285,7 +290,8 @@ class Job {
       if (!ranks.empty()) ranks += ',';
       ranks += std::to_string(r);
     }
-    if (killed_by_signal_) return " (SIGKILL on a second signal: rank " + ranks + ")";
+    if (killed_by_signal_)
+      return " (SIGKILL on another signal to the launcher: rank " + ranks + ")";
     char grace[32];
     std::snprintf(grace, sizeof grace, "%g", options_.grace_period_s);
     return " (SIGKILL after the " + std::string(grace) + " s grace period: rank " + ranks + ")";

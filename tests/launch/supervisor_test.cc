@@ -229,9 +229,11 @@ TEST_F(Spawn, SecondSigintSkipsTheGracePeriod) {
   ASSERT_EQ(::kill(launcher, SIGINT), 0);
   EXPECT_EQ(wait_exit_code(launcher), 128 + SIGINT);
   EXPECT_LT(seconds_since(start), 3.0);
-  EXPECT_NE(read("launcher.err")
-                .find("received SIGINT; stopped 1 worker (SIGKILL on a second signal: rank 0)"),
-            std::string::npos)
+  EXPECT_NE(
+      read("launcher.err")
+          .find("received SIGINT; stopped 1 worker (SIGKILL on another signal to the launcher: "
+                "rank 0)"),
+      std::string::npos)
       << read("launcher.err");
 }
 
