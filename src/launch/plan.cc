@@ -39,10 +39,16 @@ std::vector<std::string> env_words(const std::vector<EnvVar>& env, bool skip_sec
 // The string the remote shell runs (see plan.h): the secret comes on stdin.
 std::string remote_shell_command(const std::string& cwd, const std::vector<EnvVar>& env,
                                  const std::vector<std::string>& command) {
-  std::string cmd = "cd " + shell_quote(cwd.empty() ? "." : cwd) +
-                    " && read -r ZEROTRAIN_JOB_SECRET && export ZEROTRAIN_JOB_SECRET && exec env";
-  for (const std::string& w : env_words(env, /*skip_secret=*/true)) cmd += " " + shell_quote(w);
-  return cmd + " " + join_words(command);
+  std::string cmd = "cd ";
+  cmd += shell_quote(cwd.empty() ? "." : cwd);
+  cmd += " && read -r ZEROTRAIN_JOB_SECRET && export ZEROTRAIN_JOB_SECRET && exec env";
+  for (const std::string& w : env_words(env, /*skip_secret=*/true)) {
+    cmd += ' ';
+    cmd += shell_quote(w);
+  }
+  cmd += ' ';
+  cmd += join_words(command);
+  return cmd;
 }
 
 std::vector<EnvVar> worker_env(const JobPlan& plan, const JobArgs& args, const WorkerSpec& w,
