@@ -86,10 +86,8 @@ void BM_AttentionForward(benchmark::State& state) {
   const int64_t B = 4;
   auto qkv = randn(B * kT * 3 * kC, 3);
   std::vector<float> out(B * kT * kC), att(B * kNH * kT * kT);
-  std::vector<float> scratch(kc::attention_forward_scratch_floats(B, kT, kC));
   for (auto _ : state) {
-    check(kc::attention_forward(out.data(), att.data(), qkv.data(), scratch.data(), B, kT, kC, kNH),
-          state);
+    check(kc::attention_forward(out.data(), att.data(), qkv.data(), B, kT, kC, kNH), state);
   }
 }
 BENCHMARK(BM_AttentionForward)->Unit(benchmark::kMillisecond);
@@ -98,12 +96,9 @@ void BM_AttentionBackward(benchmark::State& state) {
   const int64_t B = 4;
   auto qkv = randn(B * kT * 3 * kC, 4), dout = randn(B * kT * kC, 5);
   std::vector<float> out(B * kT * kC), att(B * kNH * kT * kT), dqkv(qkv.size());
-  std::vector<float> scratch(kc::attention_backward_scratch_floats(B, kT, kC, kNH));
-  check(kc::attention_forward(out.data(), att.data(), qkv.data(), scratch.data(), B, kT, kC, kNH),
-        state);
+  check(kc::attention_forward(out.data(), att.data(), qkv.data(), B, kT, kC, kNH), state);
   for (auto _ : state) {
-    check(kc::attention_backward(dqkv.data(), dout.data(), qkv.data(), att.data(), scratch.data(),
-                                 B, kT, kC, kNH),
+    check(kc::attention_backward(dqkv.data(), dout.data(), qkv.data(), att.data(), B, kT, kC, kNH),
           state);
   }
 }

@@ -1,5 +1,6 @@
 // Causal self-attention: forward against the double reference, backward
-// against double central differences (B=2, T=5, C=12, NH=3), the saved att
+// against double central differences (B=2, T=5, C=12, NH=3; and T=70 across
+// two query-row blocks), the saved att
 // is a causal row-stochastic matrix, future tokens do not change earlier
 // outputs, and a C that NH does not divide is rejected.
 #include <gtest/gtest.h>
@@ -24,8 +25,7 @@ struct AttnRun {
 
 AttnRun forward(const std::vector<float>& qkv, int B, int T, int C, int NH) {
   AttnRun r{std::vector<float>(B * T * C), std::vector<float>(B * NH * T * T)};
-  std::vector<float> scratch(attention_forward_scratch_floats(B, T, C));
-  Status s = attention_forward(r.out.data(), r.att.data(), qkv.data(), scratch.data(), B, T, C, NH);
+  Status s = attention_forward(r.out.data(), r.att.data(), qkv.data(), B, T, C, NH);
   EXPECT_TRUE(s.ok()) << s.to_string();
   return r;
 }
@@ -56,11 +56,24 @@ TEST(Attention, BackwardMatchesFiniteDifferences) {
   auto g = random_floats(B * T * C, 3);
   auto d0 = random_floats(B * T * 3 * C, 4);  // nonzero start: must accumulate
   std::vector<float> dqkv = d0;
-  std::vector<float> scratch(attention_backward_scratch_floats(B, T, C, NH));
-  ASSERT_TRUE(attention_backward(dqkv.data(), g.data(), qkv.data(), r.att.data(), scratch.data(), B,
-                                 T, C, NH)
-                  .ok());
+  ASSERT_TRUE(
+      attention_backward(dqkv.data(), g.data(), qkv.data(), r.att.data(), B, T, C, NH).ok());
   for (size_t i = 0; i < dqkv.size(); ++i) dqkv[i] -= d0[i];
+  expect_gradient_near([&](const Vec& x) { return dot(g, ref::attention(x, B, T, C, NH)); },
+                       to_double(qkv), dqkv, "dqkv");
+}
+
+// T = 70 spans two query-row blocks (64 + a partial 6), so the blocked
+// causal GEMMs and their block boundaries are exercised.
+TEST(Attention, LongSequenceAcrossRowBlocksMatchesReferenceAndDifferences) {
+  constexpr int B = 1, T = 70, C = 8, NH = 2;
+  auto qkv = random_floats(B * T * 3 * C, 8);
+  AttnRun r = forward(qkv, B, T, C, NH);
+  expect_all_near(r.out, ref::attention(to_double(qkv), B, T, C, NH), 1e-5, "out");
+  auto g = random_floats(B * T * C, 9);
+  std::vector<float> dqkv(B * T * 3 * C, 0.0f);
+  ASSERT_TRUE(
+      attention_backward(dqkv.data(), g.data(), qkv.data(), r.att.data(), B, T, C, NH).ok());
   expect_gradient_near([&](const Vec& x) { return dot(g, ref::attention(x, B, T, C, NH)); },
                        to_double(qkv), dqkv, "dqkv");
 }
@@ -75,30 +88,32 @@ TEST(Attention, SingleHeadAndSingleTokenEdgeShapes) {
   expect_all_near(r.out, ref::attention(to_double(qkv2), 3, 7, 6, 1), 1e-5, "NH=1 out");
 }
 
+// Changes from t0 on (t0 in the first and in the second row block of T=70)
+// leave outputs before t0 bit for bit unchanged.
 TEST(Attention, FutureTokensDoNotChangeEarlierOutputs) {
-  constexpr int B = 2, T = 9, C = 12, NH = 3, t0 = 4;
+  constexpr int B = 2, T = 70, C = 12, NH = 3;
   auto qkv = random_floats(B * T * 3 * C, 7);
   AttnRun before = forward(qkv, B, T, C, NH);
-  auto changed = qkv;
-  for (int b = 0; b < B; ++b)
-    for (int t = t0; t < T; ++t)
-      for (int i = 0; i < 3 * C; ++i) changed[(b * T + t) * 3 * C + i] += 5.0f;
-  AttnRun after = forward(changed, B, T, C, NH);
-  for (int b = 0; b < B; ++b)
-    for (int t = 0; t < T; ++t)
-      for (int c = 0; c < C; ++c) {
-        const int i = (b * T + t) * C + c;
-        if (t < t0) {
-          EXPECT_EQ(before.out[i], after.out[i]) << "b=" << b << " t=" << t << " c=" << c;
+  for (int t0 : {4, 66}) {
+    auto changed = qkv;
+    for (int b = 0; b < B; ++b)
+      for (int t = t0; t < T; ++t)
+        for (int i = 0; i < 3 * C; ++i) changed[(b * T + t) * 3 * C + i] += 5.0f;
+    AttnRun after = forward(changed, B, T, C, NH);
+    for (int b = 0; b < B; ++b)
+      for (int t = 0; t < t0; ++t)
+        for (int c = 0; c < C; ++c) {
+          const int i = (b * T + t) * C + c;
+          ASSERT_EQ(before.out[i], after.out[i]) << "t0=" << t0 << " b=" << b << " t=" << t;
         }
-      }
-  // And the change is visible from t0 on (the test is not vacuous).
-  EXPECT_NE(before.out[(0 * T + t0) * C], after.out[(0 * T + t0) * C]);
+    // And the change is visible from t0 on (the test is not vacuous).
+    EXPECT_NE(before.out[(0 * T + t0) * C], after.out[(0 * T + t0) * C]) << "t0=" << t0;
+  }
 }
 
 TEST(Attention, ChannelsNotDivisibleByHeadsIsInvalidArgument) {
   std::vector<float> buf(1000);
-  Status s = attention_forward(buf.data(), buf.data(), buf.data(), buf.data(), 1, 2, 10, 3);
+  Status s = attention_forward(buf.data(), buf.data(), buf.data(), 1, 2, 10, 3);
   EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
   EXPECT_NE(s.message().find("C=10 is not a multiple of NH=3"), std::string::npos) << s.message();
 }

@@ -112,6 +112,53 @@ TEST(Matmul, BatchedProductsAreIndependentAndShareBias) {
   expect_matches(c, reference(d, a, b, &bias, c), 1e-5, "batched");
 }
 
+// A column block of wider matrices: op(A) is columns [2, 2+K) of a [M,11]
+// (or [K,13] when transposed) array, and C is columns [1, 1+N) of [M,9].
+TEST(Matmul, LeadingDimensionsAddressBlocksAndLeaveGapsUntouched) {
+  constexpr int M = 6, N = 5, K = 4;
+  for (bool ta : {false, true}) {
+    for (bool tb : {false, true}) {
+      const int64_t lda = ta ? 13 : 11, ldb = tb ? 7 : 8, ldc = 9;
+      auto wide_a = random_floats((ta ? K : M) * lda, 30),
+           wide_b = random_floats((tb ? N : K) * ldb, 31);
+      std::vector<float> wide_c((M - 1) * ldc + N + 1, -7.0f);
+      // Dense copies of the blocks for the reference.
+      std::vector<float> a(M * K), b(K * N), c(M * N, -7.0f);
+      const int as = ta ? M : K, bs = tb ? K : N;
+      for (int r = 0; r < (ta ? K : M); ++r)
+        for (int j = 0; j < as; ++j) a[r * as + j] = wide_a[r * lda + 2 + j];
+      for (int r = 0; r < (tb ? N : K); ++r)
+        for (int j = 0; j < bs; ++j) b[r * bs + j] = wide_b[r * ldb + j];
+      MatmulDesc d{.m = M, .n = N, .k = K, .trans_a = ta, .trans_b = tb, .beta = 1.0f};
+      const auto want = reference(d, a, b, nullptr, c);
+      d.lda = lda;
+      d.ldb = ldb;
+      d.ldc = ldc;
+      ASSERT_TRUE(matmul(d, wide_a.data() + 2, wide_b.data(), nullptr, wide_c.data() + 1).ok());
+      for (int i = 0; i < M; ++i)
+        for (int j = 0; j < ldc && i * ldc + j < static_cast<int>(wide_c.size()); ++j) {
+          const float got = wide_c[i * ldc + j];
+          if (j >= 1 && j <= N) {
+            ASSERT_NEAR(got, want.c[i * N + j - 1], 1e-5 * (want.abs_sum[i * N + j - 1] + 8));
+          } else {
+            ASSERT_EQ(got, -7.0f) << "gap element (" << i << ", " << j << ") was written";
+          }
+        }
+      auto impl = matmul_impl_name(d, false, GemmInput::kF32);
+      ASSERT_TRUE(impl.ok());
+      EXPECT_NE(impl->rfind("ref", 0), 0u) << "strided operands fell back to " << *impl;
+    }
+  }
+}
+
+TEST(Matmul, LeadingDimensionBelowRowIsInvalidArgument) {
+  std::vector<float> x(64);
+  Status s =
+      matmul(MatmulDesc{.m = 2, .n = 3, .k = 4, .lda = 3}, x.data(), x.data(), nullptr, x.data());
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("lda=3 (row 4)"), std::string::npos) << s.message();
+}
+
 TEST(Matmul, EmptyKGivesBiasPlusBetaC) {
   MatmulDesc d{.m = 2, .n = 3, .k = 0, .beta = 1.0f};
   std::vector<float> bias{1, 2, 3}, c{10, 20, 30, 40, 50, 60};

@@ -91,15 +91,11 @@ TEST(Threading, OpsAgreeAtOneAndThreeThreads) {
       layernorm_backward(o.dx.data(), o.dw.data(), o.db.data(), dout.data(), x.data(), w.data(),
                          mean.data(), rstd.data(), B, T, C);
       std::vector<float> att(B * NH * T * T);
-      std::vector<float> scratch(attention_backward_scratch_floats(B, T, C, NH));
       o.att_out.assign(B * T * C, 0.0f);
       o.dqkv.assign(B * T * 3 * C, 0.0f);
+      ASSERT_TRUE(attention_forward(o.att_out.data(), att.data(), qkv.data(), B, T, C, NH).ok());
       ASSERT_TRUE(
-          attention_forward(o.att_out.data(), att.data(), qkv.data(), scratch.data(), B, T, C, NH)
-              .ok());
-      ASSERT_TRUE(attention_backward(o.dqkv.data(), g3.data(), qkv.data(), att.data(),
-                                     scratch.data(), B, T, C, NH)
-                      .ok());
+          attention_backward(o.dqkv.data(), g3.data(), qkv.data(), att.data(), B, T, C, NH).ok());
     });
   }
   EXPECT_EQ(r[0].dwte, r[1].dwte) << "encoder backward must be bitwise thread-count independent";

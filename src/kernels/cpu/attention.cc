@@ -1,12 +1,12 @@
-// Causal self-attention kernels (see attention.h). q, k, v (and dy) are
-// copied head-major [B,NH,T,hs] into scratch, then each head runs its
-// GEMMs and softmax on one thread. The upper triangle of q·kᵀ is computed
-// and then masked: simpler than blocked causal GEMMs, at most 2x the
-// attention GEMM FLOPs, which are small next to the projections.
+// Causal self-attention kernels (see attention.h). Each head runs its
+// GEMMs (on strided views of qkv, dout, dqkv) and softmax on one thread. The upper triangle of q·kᵀ
+// is computed and then masked: simpler than blocked causal GEMMs, at most 2x the attention GEMM
+// FLOPs, which are small next to the projections.
 #include "kernels/cpu/attention.h"
 
 #include <algorithm>
 #include <cmath>
+#include <vector>
 
 #include "kernels/cpu/matmul.h"
 #include "kernels/cpu/vec_math.h"
@@ -19,46 +19,13 @@ struct Dims {
   int64_t btc() const { return B * T * C; }
 };
 
-// dst[b,h,t,:] = src[b,t, offset + h·hs + :], src rows `stride` apart.
-void gather_heads(float* dst, const float* src, int64_t stride, int64_t offset, const Dims& d) {
-#pragma omp parallel for collapse(2) schedule(static)
-  for (int64_t b = 0; b < d.B; ++b) {
-    for (int64_t t = 0; t < d.T; ++t) {
-      const float* row = src + (b * d.T + t) * stride + offset;
-      for (int64_t h = 0; h < d.NH; ++h) {
-        std::copy(row + h * d.hs, row + (h + 1) * d.hs, dst + ((b * d.NH + h) * d.T + t) * d.hs);
-      }
-    }
-  }
-}
-
-// q, k, v head-major from the fused qkv [B,T,3C].
-void split_heads(float* q, float* k, float* v, const float* qkv, const Dims& d) {
-  gather_heads(q, qkv, 3 * d.C, 0, d);
-  gather_heads(k, qkv, 3 * d.C, d.C, d);
-  gather_heads(v, qkv, 3 * d.C, 2 * d.C, d);
-}
-
-// out[b,t, offset + h·hs + :] (+)= src[b,h,t,:] with row stride `stride`.
-void merge_heads(float* out, int64_t stride, int64_t offset, const float* src, const Dims& d,
-                 bool accumulate) {
-#pragma omp parallel for collapse(2) schedule(static)
-  for (int64_t b = 0; b < d.B; ++b) {
-    for (int64_t t = 0; t < d.T; ++t) {
-      float* dst = out + (b * d.T + t) * stride + offset;
-      for (int64_t h = 0; h < d.NH; ++h) {
-        const float* s = src + ((b * d.NH + h) * d.T + t) * d.hs;
-        float* o = dst + h * d.hs;
-        for (int64_t i = 0; i < d.hs; ++i) o[i] = accumulate ? o[i] + s[i] : s[i];
-      }
-    }
-  }
-}
-
-// One head's [T,T] block, row t: softmax over t2 <= t, zero for t2 > t.
-ZT_SIMD_CLONES void causal_softmax_block(float* att, int64_t T) {
-  for (int64_t t = 0; t < T; ++t) {
-    float* row = att + t * T;
+// Rows t0 .. t0+rows-1 of one head's scores (row stride ld): softmax over
+// j <= t, zero for t < j < width.
+ZT_SIMD_CLONES void causal_softmax_rows(float* att, int64_t ld, int64_t t0, int64_t rows,
+                                        int64_t width) {
+  for (int64_t i = 0; i < rows; ++i) {
+    const int64_t t = t0 + i;
+    float* row = att + i * ld;
     float maxv = row[0];
 #pragma omp simd reduction(max : maxv)
     for (int64_t j = 0; j <= t; ++j) maxv = std::max(maxv, row[j]);
@@ -69,28 +36,34 @@ ZT_SIMD_CLONES void causal_softmax_block(float* att, int64_t T) {
       sum += row[j];
     }
     const float inv = 1.0f / sum;
+#pragma omp simd
     for (int64_t j = 0; j <= t; ++j) row[j] *= inv;
-    for (int64_t j = t + 1; j < T; ++j) row[j] = 0.0f;
+    for (int64_t j = t + 1; j < width; ++j) row[j] = 0.0f;
   }
 }
 
-// In place on one head's block: datt -> dpreatt = att ⊙ (datt - Σ_j att·datt).
-ZT_SIMD_CLONES void causal_softmax_backward_block(float* datt, const float* att, int64_t T) {
-  for (int64_t t = 0; t < T; ++t) {
-    float* g = datt + t * T;
-    const float* a = att + t * T;
+// In place on rows t0.. of datt (stride ldg) with the matching att rows
+// (stride lda): dpreatt = att ⊙ (datt - Σ_j att·datt), zero for t < j < width.
+ZT_SIMD_CLONES void causal_softmax_backward_rows(float* datt, int64_t ldg, const float* att,
+                                                 int64_t lda, int64_t t0, int64_t rows,
+                                                 int64_t width) {
+  for (int64_t i = 0; i < rows; ++i) {
+    const int64_t t = t0 + i;
+    float* g = datt + i * ldg;
+    const float* a = att + i * lda;
     float dot = 0.0f;
 #pragma omp simd reduction(+ : dot)
     for (int64_t j = 0; j <= t; ++j) dot += a[j] * g[j];
+#pragma omp simd
     for (int64_t j = 0; j <= t; ++j) g[j] = a[j] * (g[j] - dot);
-    for (int64_t j = t + 1; j < T; ++j) g[j] = 0.0f;
+    for (int64_t j = t + 1; j < width; ++j) g[j] = 0.0f;
   }
 }
 
 // Runs fn(bh) for every head on the OpenMP threads, each head's GEMMs
 // single-threaded: for GPT-sized heads this is ~4x faster than oneDNN's
-// own batched matmul, and each head's [T,T] block stays in cache between
-// its GEMMs and softmax. Returns the first failure.
+// own batched matmul, and a head's score rows stay in cache between its
+// GEMMs and softmax. Returns the first failure.
 template <typename Fn>
 Status for_each_head(int64_t BH, Fn&& fn) {
   Status first;
@@ -112,72 +85,107 @@ StatusOr<Dims> make_dims(int64_t B, int64_t T, int64_t C, int64_t NH) {
   return Dims{B, T, C, NH, C / NH};
 }
 
-}  // namespace
+// Query rows per block: block r0.. only needs keys 0 .. r0+rows-1, so
+// the masked triangle is skipped (about 0.6x the full GEMM work at T=256).
+constexpr int64_t kRowBlock = 64;
 
-int64_t attention_forward_scratch_floats(int64_t B, int64_t T, int64_t C) { return 3 * B * T * C; }
-
-int64_t attention_backward_scratch_floats(int64_t B, int64_t T, int64_t C, int64_t NH) {
-  return 4 * B * T * C + B * NH * T * T;
+// One head: att rows = softmax_causal(scale·q·kᵀ), y = att·v, by row blocks.
+Status head_forward(float* y, float* att, const float* q, const Dims& d) {
+  const int64_t T = d.T, C = d.C, hs = d.hs;
+  const float* k = q + C;
+  const float* v = q + 2 * C;
+  const float scale = 1.0f / std::sqrt(static_cast<float>(hs));
+  for (int64_t r0 = 0; r0 < T; r0 += kRowBlock) {
+    const int64_t rows = std::min(kRowBlock, T - r0), cols = r0 + rows;
+    float* a = att + r0 * T;
+    ZT_RETURN_IF_ERROR(matmul(MatmulDesc{.m = rows,
+                                         .n = cols,
+                                         .k = hs,
+                                         .trans_b = true,
+                                         .alpha = scale,
+                                         .lda = 3 * C,
+                                         .ldb = 3 * C,
+                                         .ldc = T},
+                              q + r0 * 3 * C, k, nullptr, a));
+    causal_softmax_rows(a, T, r0, rows, T);
+    ZT_RETURN_IF_ERROR(
+        matmul(MatmulDesc{.m = rows, .n = hs, .k = cols, .lda = T, .ldb = 3 * C, .ldc = C}, a, v,
+               nullptr, y + r0 * C));
+  }
+  return ok_status();
 }
 
-Status attention_forward(float* out, float* att, const float* qkv, float* scratch, int64_t B,
-                         int64_t T, int64_t C, int64_t NH) {
+// One head's backward by row blocks; g is a [kRowBlock, T] work block.
+// dq, dk, dv (+=) and q, k, v are column blocks of dqkv / qkv (ld 3C).
+Status head_backward(float* dq, const float* dy, const float* q, const float* att, float* g,
+                     const Dims& d) {
+  const int64_t T = d.T, C = d.C, hs = d.hs, ld = 3 * C;
+  const float scale = 1.0f / std::sqrt(static_cast<float>(hs));
+  for (int64_t r0 = 0; r0 < T; r0 += kRowBlock) {
+    const int64_t rows = std::min(kRowBlock, T - r0), cols = r0 + rows;
+    const float* a = att + r0 * T;
+    // datt = dy·vᵀ; dv += attᵀ·dy.
+    ZT_RETURN_IF_ERROR(matmul(
+        MatmulDesc{.m = rows, .n = cols, .k = hs, .trans_b = true, .lda = C, .ldb = ld, .ldc = T},
+        dy + r0 * C, q + 2 * C, nullptr, g));
+    ZT_RETURN_IF_ERROR(matmul(MatmulDesc{.m = cols,
+                                         .n = hs,
+                                         .k = rows,
+                                         .trans_a = true,
+                                         .beta = 1.0f,
+                                         .lda = T,
+                                         .ldb = C,
+                                         .ldc = ld},
+                              a, dy + r0 * C, nullptr, dq + 2 * C));
+    causal_softmax_backward_rows(g, T, a, T, r0, rows, cols);
+    // dq += scale·dpreatt·k; dk += scale·dpreattᵀ·q.
+    ZT_RETURN_IF_ERROR(matmul(MatmulDesc{.m = rows,
+                                         .n = hs,
+                                         .k = cols,
+                                         .alpha = scale,
+                                         .beta = 1.0f,
+                                         .lda = T,
+                                         .ldb = ld,
+                                         .ldc = ld},
+                              g, q + C, nullptr, dq + r0 * ld));
+    ZT_RETURN_IF_ERROR(matmul(MatmulDesc{.m = cols,
+                                         .n = hs,
+                                         .k = rows,
+                                         .trans_a = true,
+                                         .alpha = scale,
+                                         .beta = 1.0f,
+                                         .lda = T,
+                                         .ldb = ld,
+                                         .ldc = ld},
+                              g, q + r0 * ld, nullptr, dq + C));
+  }
+  return ok_status();
+}
+
+}  // namespace
+
+Status attention_forward(float* out, float* att, const float* qkv, int64_t B, int64_t T, int64_t C,
+                         int64_t NH) {
   ZT_ASSIGN_OR_RETURN(Dims d, make_dims(B, T, C, NH));
   if (d.btc() == 0) return ok_status();
-  float* q = scratch;
-  float* k = q + d.btc();
-  float* v = k + d.btc();
-  split_heads(q, k, v, qkv, d);
-  const int64_t hs = d.hs, TT = T * T, Ths = T * hs;
-  const float scale = 1.0f / std::sqrt(static_cast<float>(hs));
-  const MatmulDesc qk{.m = T, .n = T, .k = hs, .trans_b = true, .alpha = scale};
-  const MatmulDesc av{.m = T, .n = hs, .k = T};
-  ZT_RETURN_IF_ERROR(for_each_head(B * NH, [&](int64_t bh) -> Status {
-    float* a = att + bh * TT;
-    // att = softmax_causal(scale · q·kᵀ); y = att·v into q's slot (q is consumed).
-    ZT_RETURN_IF_ERROR(matmul(qk, q + bh * Ths, k + bh * Ths, nullptr, a));
-    causal_softmax_block(a, T);
-    return matmul(av, a, v + bh * Ths, nullptr, q + bh * Ths);
-  }));
-  merge_heads(out, C, 0, q, d, /*accumulate=*/false);
-  return ok_status();
+  return for_each_head(B * NH, [&](int64_t bh) -> Status {
+    const int64_t b = bh / NH, h = bh % NH;
+    return head_forward(out + b * T * C + h * d.hs, att + bh * T * T,
+                        qkv + b * T * 3 * C + h * d.hs, d);
+  });
 }
 
 Status attention_backward(float* dqkv, const float* dout, const float* qkv, const float* att,
-                          float* scratch, int64_t B, int64_t T, int64_t C, int64_t NH) {
+                          int64_t B, int64_t T, int64_t C, int64_t NH) {
   ZT_ASSIGN_OR_RETURN(Dims d, make_dims(B, T, C, NH));
   if (d.btc() == 0) return ok_status();
-  const int64_t BH = B * NH, hs = d.hs;
-  float* q = scratch;
-  float* k = q + d.btc();
-  float* v = k + d.btc();
-  float* dy = v + d.btc();
-  float* datt = dy + d.btc();
-  split_heads(q, k, v, qkv, d);
-  gather_heads(dy, dout, C, 0, d);
-  const int64_t TT = T * T, Ths = T * hs;
-  const float scale = 1.0f / std::sqrt(static_cast<float>(hs));
-  const MatmulDesc dy_vt{.m = T, .n = T, .k = hs, .trans_b = true};
-  const MatmulDesc att_t_dy{.m = T, .n = hs, .k = T, .trans_a = true};
-  const MatmulDesc dpre_k{.m = T, .n = hs, .k = T, .alpha = scale};
-  const MatmulDesc dpre_t_q{.m = T, .n = hs, .k = T, .trans_a = true, .alpha = scale};
-  ZT_RETURN_IF_ERROR(for_each_head(BH, [&](int64_t bh) -> Status {
-    const int64_t o = bh * Ths;
-    const float* a = att + bh * TT;
-    float* g = datt + bh * TT;
-    // datt = dy·vᵀ, after which v's slot is free and takes dv = attᵀ·dy.
-    ZT_RETURN_IF_ERROR(matmul(dy_vt, dy + o, v + o, nullptr, g));
-    ZT_RETURN_IF_ERROR(matmul(att_t_dy, a, dy + o, nullptr, v + o));
-    causal_softmax_backward_block(g, a, T);
-    // dq = scale·dpreatt·k into dy's slot (dy is consumed), then
-    // dk = scale·dpreattᵀ·q into k's slot (k is consumed).
-    ZT_RETURN_IF_ERROR(matmul(dpre_k, g, k + o, nullptr, dy + o));
-    return matmul(dpre_t_q, g, q + o, nullptr, k + o);
-  }));
-  merge_heads(dqkv, 3 * C, 0, dy, d, /*accumulate=*/true);
-  merge_heads(dqkv, 3 * C, C, k, d, /*accumulate=*/true);
-  merge_heads(dqkv, 3 * C, 2 * C, v, d, /*accumulate=*/true);
-  return ok_status();
+  return for_each_head(B * NH, [&](int64_t bh) -> Status {
+    const int64_t b = bh / NH, h = bh % NH, off = b * T * 3 * C + h * d.hs;
+    thread_local std::vector<float> work;  // [kRowBlock, T] per thread, reused
+    if (work.size() < static_cast<size_t>(kRowBlock * T)) work.resize(kRowBlock * T);
+    return head_backward(dqkv + off, dout + b * T * C + h * d.hs, qkv + off, att + bh * T * T,
+                         work.data(), d);
+  });
 }
 
 }  // namespace zerotrain::kernels::cpu

@@ -1,13 +1,15 @@
 // oneDNN matmul wrapper: descriptor validation, a process-wide primitive
-// cache keyed by the full MatmulDesc, and execution with a per-thread
-// user scratchpad (so cached primitives may run on any thread; oneDNN's
-// library-managed scratchpad would tie a primitive to its creating thread).
+// cache keyed by the full (normalised) MatmulDesc, and execution with a
+// per-thread user scratchpad (so cached primitives may run on any thread;
+// oneDNN's library-managed scratchpad would tie a primitive to its
+// creating thread).
 #include "kernels/cpu/matmul.h"
 
 #include <bit>
 #include <memory>
 #include <mutex>
 #include <oneapi/dnnl/dnnl.hpp>
+#include <type_traits>
 #include <unordered_map>
 #include <vector>
 
@@ -17,7 +19,7 @@ namespace zerotrain::kernels::cpu {
 namespace {
 
 struct Key {
-  MatmulDesc d;
+  MatmulDesc d;  // normalised: leading dimensions filled in
   bool has_bias;
   GemmInput input;
 
@@ -26,18 +28,16 @@ struct Key {
            d.trans_b == o.d.trans_b &&
            std::bit_cast<uint32_t>(d.alpha) == std::bit_cast<uint32_t>(o.d.alpha) &&
            std::bit_cast<uint32_t>(d.beta) == std::bit_cast<uint32_t>(o.d.beta) &&
-           d.batch == o.d.batch && has_bias == o.has_bias && input == o.input;
+           d.batch == o.d.batch && d.lda == o.d.lda && d.ldb == o.d.ldb && d.ldc == o.d.ldc &&
+           has_bias == o.has_bias && input == o.input;
   }
 };
 
 struct KeyHash {
   size_t operator()(const Key& k) const {
-    uint64_t h = 1469598103934665603ull;
+    uint64_t h = 1469598103934665603ull;  // FNV-1a over the fields
     auto mix = [&h](uint64_t v) { h = (h ^ v) * 1099511628211ull; };
-    mix(k.d.m);
-    mix(k.d.n);
-    mix(k.d.k);
-    mix(k.d.batch);
+    for (int64_t v : {k.d.m, k.d.n, k.d.k, k.d.batch, k.d.lda, k.d.ldb, k.d.ldc}) mix(v);
     mix(std::bit_cast<uint32_t>(k.d.alpha));
     mix(std::bit_cast<uint32_t>(k.d.beta));
     mix((k.d.trans_a ? 1 : 0) | (k.d.trans_b ? 2 : 0) | (k.has_bias ? 4 : 0) |
@@ -69,24 +69,37 @@ Runtime& runtime() {
 using Dims = dnnl::memory::dims;
 using Dt = dnnl::memory::data_type;
 
-// A [rows, cols] row-major matrix, or its transpose, as a (batched) desc.
+// Rows and columns of an operand as stored in memory.
+struct Stored {
+  int64_t rows, cols;
+};
+Stored stored_a(const MatmulDesc& d) { return d.trans_a ? Stored{d.k, d.m} : Stored{d.m, d.k}; }
+Stored stored_b(const MatmulDesc& d) { return d.trans_b ? Stored{d.n, d.k} : Stored{d.k, d.n}; }
+
+// Elements an operand spans, from its first to its last (batch included).
+int64_t span(int64_t batch, Stored s, int64_t ld) { return (batch * s.rows - 1) * ld + s.cols; }
+
+// The logical [rows, cols] matrix, stored row-major with row stride ld or
+// (stored_transposed) as its transpose, as a (batched) oneDNN desc.
 dnnl::memory::desc matrix_md(int64_t batch, int64_t rows, int64_t cols, bool stored_transposed,
-                             Dt dt) {
-  Dims strides = stored_transposed ? Dims{rows * cols, 1, rows} : Dims{rows * cols, cols, 1};
+                             int64_t ld, Dt dt) {
+  const int64_t stored_rows = stored_transposed ? cols : rows;
+  Dims strides = stored_transposed ? Dims{stored_rows * ld, 1, ld} : Dims{stored_rows * ld, ld, 1};
   if (batch == 1) return dnnl::memory::desc({rows, cols}, dt, Dims{strides[1], strides[2]});
   return dnnl::memory::desc({batch, rows, cols}, dt, strides);
 }
 
 Status create_entry(const Key& key, Entry* e) {
   const MatmulDesc& d = key.d;
-  Dt in_dt = key.input == GemmInput::kBf16 ? Dt::bf16 : Dt::f32;
-  e->a_md = matrix_md(d.batch, d.m, d.k, d.trans_a, in_dt);
-  e->b_md = matrix_md(d.batch, d.k, d.n, d.trans_b, in_dt);
-  e->c_md = matrix_md(d.batch, d.m, d.n, false, Dt::f32);
+  const Dt in_dt = key.input == GemmInput::kBf16 ? Dt::bf16 : Dt::f32;
+  e->a_md = matrix_md(d.batch, d.m, d.k, d.trans_a, d.lda, in_dt);
+  e->b_md = matrix_md(d.batch, d.k, d.n, d.trans_b, d.ldb, in_dt);
+  e->c_md = matrix_md(d.batch, d.m, d.n, false, d.ldc, Dt::f32);
   // The bias [N] broadcasts over rows (and batches): a [1,N] or [1,1,N] desc.
-  if (key.has_bias) e->bias_md = matrix_md(1, 1, d.n, false, Dt::f32);
-  if (key.has_bias && d.batch > 1)
-    e->bias_md = dnnl::memory::desc({1, 1, d.n}, Dt::f32, Dims{d.n, d.n, 1});
+  if (key.has_bias) {
+    e->bias_md = d.batch == 1 ? dnnl::memory::desc({1, d.n}, Dt::f32, Dims{d.n, 1})
+                              : dnnl::memory::desc({1, 1, d.n}, Dt::f32, Dims{d.n, d.n, 1});
+  }
   dnnl::primitive_attr attr;
   attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
   if (d.alpha != 1.0f) attr.set_output_scales(0, {d.alpha});
@@ -127,12 +140,26 @@ StatusOr<const Entry*> lookup(const Key& key) {
   return raw;
 }
 
-Status validate(const MatmulDesc& d, const void* a, const void* b, const float* c) {
+// Checks sizes and fills in the default (dense) leading dimensions.
+StatusOr<MatmulDesc> normalise(MatmulDesc d) {
   if (d.m < 0 || d.n < 0 || d.k < 0 || d.batch < 1) {
     return invalid_argument(detail::concat("matmul: bad sizes M=", d.m, " N=", d.n, " K=", d.k,
                                            " batch=", d.batch,
                                            " (need M, N, K >= 0 and batch >= 1)"));
   }
+  const Stored a = stored_a(d), b = stored_b(d);
+  if (d.lda == 0) d.lda = a.cols;
+  if (d.ldb == 0) d.ldb = b.cols;
+  if (d.ldc == 0) d.ldc = d.n;
+  if (d.lda < a.cols || d.ldb < b.cols || d.ldc < d.n) {
+    return invalid_argument(detail::concat(
+        "matmul: leading dimension below the stored row: lda=", d.lda, " (row ", a.cols,
+        "), ldb=", d.ldb, " (row ", b.cols, "), ldc=", d.ldc, " (row ", d.n, ")"));
+  }
+  return d;
+}
+
+Status check_pointers(const MatmulDesc& d, const void* a, const void* b, const float* c) {
   if (d.m * d.n > 0 && c == nullptr) return invalid_argument("matmul: C is null");
   if (d.m * d.n * d.k > 0 && (a == nullptr || b == nullptr)) {
     return invalid_argument("matmul: A or B is null");
@@ -140,23 +167,18 @@ Status validate(const MatmulDesc& d, const void* a, const void* b, const float* 
   return ok_status();
 }
 
-// K == 0: the product is empty, so C = bias + beta·C.
-void empty_product(const MatmulDesc& d, const float* bias, float* c) {
-  const int64_t rows = d.batch * d.m;
-  for (int64_t i = 0; i < rows; ++i) {
-    for (int64_t j = 0; j < d.n; ++j) {
-      float old = d.beta == 0.0f ? 0.0f : d.beta * c[i * d.n + j];
-      c[i * d.n + j] = old + (bias ? bias[j] : 0.0f);
-    }
-  }
-}
-
-// c[r, :] += bias for every row of every batch.
-void add_bias(const MatmulDesc& d, const float* bias, float* c) {
+// c[r, :] (+)= bias for every row of every batch; with `product_empty`
+// (K == 0) the rows are first set to beta·C.
+void add_bias(const MatmulDesc& d, const float* bias, float* c, bool product_empty) {
   const int64_t rows = d.batch * d.m;
 #pragma omp parallel for schedule(static)
   for (int64_t i = 0; i < rows; ++i) {
-    for (int64_t j = 0; j < d.n; ++j) c[i * d.n + j] += bias[j];
+    float* row = c + i * d.ldc;
+    for (int64_t j = 0; j < d.n; ++j) {
+      float base = row[j];
+      if (product_empty) base = d.beta == 0.0f ? 0.0f : d.beta * row[j];
+      row[j] = base + (bias ? bias[j] : 0.0f);
+    }
   }
 }
 
@@ -171,7 +193,7 @@ Status execute(const Entry& e, const void* a, const void* b, const float* bias, 
     if (bias) {
       args.emplace(DNNL_ARG_BIAS, dnnl::memory(e.bias_md, rt.engine, const_cast<float*>(bias)));
     }
-    size_t bytes = e.scratch_md.get_size();
+    const size_t bytes = e.scratch_md.get_size();
     if (bytes > 0) {
       if (scratch.size() < bytes) scratch.resize(bytes);
       args.emplace(DNNL_ARG_SCRATCHPAD, dnnl::memory(e.scratch_md, rt.engine, scratch.data()));
@@ -184,53 +206,53 @@ Status execute(const Entry& e, const void* a, const void* b, const float* bias, 
   return ok_status();
 }
 
+// Shared body of matmul and matmul_bf16; T is float or Bf16Bits.
+template <typename T>
+Status run(const MatmulDesc& desc, const T* a, const T* b, const float* bias, float* c,
+           GemmInput input) {
+  ZT_ASSIGN_OR_RETURN(MatmulDesc d, normalise(desc));
+  ZT_RETURN_IF_ERROR(check_pointers(d, a, b, c));
+  if (d.m == 0 || d.n == 0) return ok_status();
+  if (d.k == 0) {
+    add_bias(d, bias, c, /*product_empty=*/true);
+    return ok_status();
+  }
+  if (d.alpha != 1.0f && bias != nullptr) {
+    // oneDNN 2.x scales the bias with the output scale; ours must not be.
+    ZT_RETURN_IF_ERROR(run<T>(d, a, b, nullptr, c, input));
+    add_bias(d, bias, c, /*product_empty=*/false);
+    return ok_status();
+  }
+  ZT_ASSIGN_OR_RETURN(const Entry* e, lookup(Key{d, bias != nullptr, input}));
+  if constexpr (std::is_same_v<T, Bf16Bits>) {
+    if (e->fallback_fp32) {
+      // bf16 -> fp32 is exact, so this is the same product, in fp32.
+      thread_local std::vector<float> wa, wb;
+      wa.resize(span(d.batch, stored_a(d), d.lda));
+      wb.resize(span(d.batch, stored_b(d), d.ldb));
+      float_from_bf16_array(wa.data(), a, static_cast<int64_t>(wa.size()));
+      float_from_bf16_array(wb.data(), b, static_cast<int64_t>(wb.size()));
+      return run<float>(d, wa.data(), wb.data(), bias, c, GemmInput::kF32);
+    }
+  }
+  return execute(*e, a, b, bias, c);
+}
+
 }  // namespace
 
 Status matmul(const MatmulDesc& desc, const float* a, const float* b, const float* bias, float* c) {
-  ZT_RETURN_IF_ERROR(validate(desc, a, b, c));
-  if (desc.m == 0 || desc.n == 0) return ok_status();
-  if (desc.k == 0) {
-    empty_product(desc, bias, c);
-    return ok_status();
-  }
-  if (desc.alpha != 1.0f && bias != nullptr) {
-    // oneDNN 2.x scales the bias with the output scale; ours must not be.
-    ZT_RETURN_IF_ERROR(matmul(desc, a, b, nullptr, c));
-    add_bias(desc, bias, c);
-    return ok_status();
-  }
-  ZT_ASSIGN_OR_RETURN(const Entry* e, lookup(Key{desc, bias != nullptr, GemmInput::kF32}));
-  return execute(*e, a, b, bias, c);
+  return run<float>(desc, a, b, bias, c, GemmInput::kF32);
 }
 
 Status matmul_bf16(const MatmulDesc& desc, const Bf16Bits* a, const Bf16Bits* b, const float* bias,
                    float* c) {
-  ZT_RETURN_IF_ERROR(validate(desc, a, b, c));
-  if (desc.m == 0 || desc.n == 0) return ok_status();
-  if (desc.k == 0) {
-    empty_product(desc, bias, c);
-    return ok_status();
-  }
-  if (desc.alpha != 1.0f && bias != nullptr) {
-    ZT_RETURN_IF_ERROR(matmul_bf16(desc, a, b, nullptr, c));
-    add_bias(desc, bias, c);
-    return ok_status();
-  }
-  ZT_ASSIGN_OR_RETURN(const Entry* e, lookup(Key{desc, bias != nullptr, GemmInput::kBf16}));
-  if (!e->fallback_fp32) return execute(*e, a, b, bias, c);
-  thread_local std::vector<float> wa, wb;
-  const int64_t na = desc.batch * desc.m * desc.k, nb = desc.batch * desc.k * desc.n;
-  wa.resize(na);
-  wb.resize(nb);
-  float_from_bf16_array(wa.data(), a, na);
-  float_from_bf16_array(wb.data(), b, nb);
-  return matmul(desc, wa.data(), wb.data(), bias, c);
+  return run<Bf16Bits>(desc, a, b, bias, c, GemmInput::kBf16);
 }
 
 StatusOr<std::string> matmul_impl_name(const MatmulDesc& desc, bool has_bias, GemmInput input) {
-  ZT_RETURN_IF_ERROR(validate(desc, "", "", reinterpret_cast<const float*>("")));
-  if (desc.m * desc.n * desc.k == 0) return std::string("empty");
-  ZT_ASSIGN_OR_RETURN(const Entry* e, lookup(Key{desc, has_bias, input}));
+  ZT_ASSIGN_OR_RETURN(MatmulDesc d, normalise(desc));
+  if (d.m * d.n * d.k == 0) return std::string("empty");
+  ZT_ASSIGN_OR_RETURN(const Entry* e, lookup(Key{d, has_bias, input}));
   return e->impl;
 }
 

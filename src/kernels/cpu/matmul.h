@@ -28,8 +28,12 @@ namespace zerotrain::kernels::cpu {
 //   op(A) is [M,K]: A is stored [M,K], or [K,M] when trans_a.
 //   op(B) is [K,N]: B is stored [K,N], or [N,K] when trans_b.
 //   C is stored [M,N].
+// Leading dimensions (row strides of the matrices as stored) default to
+// dense; a larger one addresses a column block of a wider matrix, e.g. one
+// head's q inside qkv [T,3C] is {rows T, cols hs, ld 3C}. Elements between
+// rows are never read or written.
 // With batch > 1 the operands are `batch` such matrices one after another
-// (A [batch,M,K] etc.); the bias [N] is shared by all of them.
+// (A [batch, stored rows, lda] etc.); the bias [N] is shared by all of them.
 struct MatmulDesc {
   int64_t m = 0;
   int64_t n = 0;
@@ -39,14 +43,17 @@ struct MatmulDesc {
   float alpha = 1.0f;  // scales op(A)·op(B) only, not the bias
   float beta = 0.0f;   // 0: C is overwritten (its old contents are never read); 1: accumulate
   int64_t batch = 1;
+  int64_t lda = 0;  // 0: dense (K, or M when trans_a)
+  int64_t ldb = 0;  // 0: dense (N, or K when trans_b)
+  int64_t ldc = 0;  // 0: dense (N)
 };
 
 // Element type of A and B; C and the bias are always fp32.
 enum class GemmInput { kF32, kBf16 };
 
 // C = alpha·op(A)·op(B) + bias + beta·C with fp32 A, B. bias is [N] or nullptr.
-// InvalidArgument for negative sizes or a null operand of nonzero size;
-// Internal when oneDNN fails.
+// InvalidArgument for negative sizes, a leading dimension smaller than the
+// stored row, or a null operand of nonzero size; Internal when oneDNN fails.
 Status matmul(const MatmulDesc& desc, const float* a, const float* b, const float* bias, float* c);
 
 // Same with bf16 A and B (raw bits), fp32 accumulation and fp32 C. Where the
