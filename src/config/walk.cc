@@ -1,0 +1,320 @@
+// Schema walk and leaf normalisation (see walk.h).
+#include "config/walk.h"
+
+#include <cctype>
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+
+#include "config/suggest.h"
+
+namespace zerotrain::config {
+namespace {
+
+std::string join(std::string_view prefix, std::string_view key) {
+  return prefix.empty() ? std::string(key) : std::string(prefix) + "." + std::string(key);
+}
+
+// A value as it appears in an error message, kept short.
+std::string describe(const Json& v) {
+  std::string s = v.dump();
+  if (s.size() > 60) s = s.substr(0, 57) + "...";
+  return s;
+}
+
+std::string lower(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+// JSON numbers, and strings holding one ("2e8", "500"): DeepSpeed configs
+// are often written with quoted numbers, and hjson reads them as text.
+bool to_double(const Json& v, double* out) {
+  if (v.is_number()) {
+    *out = v.get<double>();
+    return true;
+  }
+  if (!v.is_string()) return false;
+  const std::string& s = v.get_ref<const std::string&>();
+  if (s.empty() || std::isspace(static_cast<unsigned char>(s.front()))) return false;
+  errno = 0;
+  char* end = nullptr;
+  double d = std::strtod(s.c_str(), &end);
+  if (*end != '\0' || errno != 0 || !std::isfinite(d)) return false;
+  *out = d;
+  return true;
+}
+
+std::string format_bound(double b) {
+  Json j = (b == std::floor(b) && std::fabs(b) < 1e15) ? Json(static_cast<int64_t>(b)) : Json(b);
+  return j.dump();
+}
+
+bool check_range(const KeySpec& spec, double d, const Json& shown, std::string* error) {
+  bool low = spec.min && (spec.min_exclusive ? d <= *spec.min : d < *spec.min);
+  bool high = spec.max && d > *spec.max;
+  if (!low && !high) return true;
+  std::string range;
+  if (spec.min) range += std::string(spec.min_exclusive ? "> " : ">= ") + format_bound(*spec.min);
+  if (spec.max) range += (range.empty() ? "" : " and ") + ("<= " + format_bound(*spec.max));
+  *error = "must be " + range + ", got " + describe(shown);
+  return false;
+}
+
+std::optional<Json> normalize_int(const KeySpec& spec, const Json& v, std::string* error) {
+  if (v.is_number_unsigned() && v.get<uint64_t>() > uint64_t{INT64_MAX}) {
+    *error = "integer out of range: " + describe(v);
+    return std::nullopt;
+  }
+  int64_t n = 0;
+  if (v.is_number_integer()) {
+    n = v.get<int64_t>();
+  } else {
+    double d = 0;
+    if (v.is_boolean() || !to_double(v, &d)) {
+      *error = "expected an integer, got " + describe(v);
+      return std::nullopt;
+    }
+    if (d != std::floor(d)) {
+      *error = "must be an integer, got " + describe(v);
+      return std::nullopt;
+    }
+    if (std::fabs(d) >= 9.2e18) {
+      *error = "integer out of range: " + describe(v);
+      return std::nullopt;
+    }
+    n = static_cast<int64_t>(d);
+  }
+  if (!check_range(spec, static_cast<double>(n), v, error)) return std::nullopt;
+  return Json(n);
+}
+
+std::optional<Json> normalize_float(const KeySpec& spec, const Json& v, std::string* error) {
+  double d = 0;
+  if (v.is_boolean() || !to_double(v, &d)) {
+    *error = "expected a number, got " + describe(v);
+    return std::nullopt;
+  }
+  if (!check_range(spec, d, v, error)) return std::nullopt;
+  return Json(d);
+}
+
+std::vector<std::string> split(std::string_view list) {
+  std::vector<std::string> out;
+  while (!list.empty()) {
+    size_t bar = list.find('|');
+    out.emplace_back(list.substr(0, bar));
+    if (bar == std::string_view::npos) break;
+    list.remove_prefix(bar + 1);
+  }
+  return out;
+}
+
+std::optional<Json> normalize_choice(const KeySpec& spec, const Json& v, std::string* error) {
+  if (!v.is_string()) {
+    *error = "expected a string, got " + describe(v);
+    return std::nullopt;
+  }
+  const std::string text = lower(v.get<std::string>());
+  std::vector<std::string> choices;  // the supported ones
+  for (const std::string& c : split(spec.choices))
+    if (!list_contains(spec.unsupported, c)) choices.push_back(c);
+  for (const std::string& c : choices)
+    if (lower(c) == text) return Json(c);
+  std::string listed;
+  for (size_t i = 0; i < choices.size(); ++i) listed += (i ? ", " : "") + choices[i];
+  for (const std::string& c : split(spec.unsupported)) {
+    if (lower(c) == text) {
+      *error = "'" + c +
+               "' is a DeepSpeed option zerotrain does not support yet (supported: " + listed + ")";
+      return std::nullopt;
+    }
+  }
+  *error = "must be one of " + listed + "; got " + describe(v);
+  if (auto m = closest_match(v.get<std::string>(), choices))
+    *error += "; did you mean '" + *m + "'?";
+  return std::nullopt;
+}
+
+std::optional<Json> normalize_pair(const KeySpec& spec, const Json& v, std::string* error) {
+  if (!v.is_array() || v.size() != 2) {
+    *error = "expected a list of two numbers, got " + describe(v);
+    return std::nullopt;
+  }
+  Json out = Json::array();
+  for (const Json& item : v) {
+    auto n = normalize_float(spec, item, error);
+    if (!n) {
+      *error = "in " + describe(v) + ": " + *error;
+      return std::nullopt;
+    }
+    out.push_back(*n);
+  }
+  return out;
+}
+
+}  // namespace
+
+std::optional<Json> normalize_leaf(const KeySpec& spec, const Json& v, std::string* error) {
+  switch (spec.type) {
+    case ValueType::kBool:
+      if (v.is_boolean()) return v;
+      // Quoted booleans are common in hand-written configs; nothing else is.
+      if (v == "true" || v == "false") return Json(v == "true");
+      *error = "expected a boolean (true or false), got " + describe(v);
+      return std::nullopt;
+    case ValueType::kInt:
+      return normalize_int(spec, v, error);
+    case ValueType::kFloat:
+      return normalize_float(spec, v, error);
+    case ValueType::kString:
+      if (!spec.choices.empty()) return normalize_choice(spec, v, error);
+      if (v.is_string()) return v;
+      *error = "expected a string, got " + describe(v);
+      return std::nullopt;
+    case ValueType::kFloatPair:
+      return normalize_pair(spec, v, error);
+    case ValueType::kSection:
+    case ValueType::kOpaque:
+      break;
+  }
+  *error = "internal: not a leaf";
+  return std::nullopt;
+}
+
+std::string WalkResult::shown(const std::string& canonical) const {
+  auto it = leaves.find(canonical);
+  if (it != leaves.end()) return it->second.shown;
+  auto s = sections.find(canonical);
+  return s != sections.end() ? s->second : canonical;
+}
+
+namespace {
+
+class Walker {
+ public:
+  explicit Walker(WalkResult& out) : out_(out) {}
+
+  void object(const Json& obj, const std::string& prefix, const std::string& shown_prefix) {
+    for (auto it = obj.begin(); it != obj.end(); ++it)
+      key(it.key(), it.value(), prefix, join(shown_prefix, it.key()));
+  }
+
+ private:
+  void error(const std::string& path, std::string msg) { out_.errors.push_back({path, msg}); }
+
+  void key(const std::string& name, const Json& value, const std::string& prefix,
+           const std::string& shown) {
+    std::string canon = join(prefix, name);
+    const KeySpec* spec = find_key(canon);
+    if (spec == nullptr) return error(shown, unknown_key_message(prefix, name));
+    if (spec->support == Support::kRejected)
+      return error(shown, "'" + name + "' " + std::string(spec->help));
+    if (!spec->alias_of.empty()) {
+      canon = std::string(spec->alias_of);
+      if (spec->support == Support::kDeprecated)
+        out_.warnings.push_back(
+            {shown, "deprecated spelling of '" + canon + "'; write that instead"});
+      spec = find_key(canon);
+    } else if (spec->support == Support::kDeprecated) {
+      out_.warnings.push_back({shown, "deprecated; " + std::string(spec->help)});
+    }
+    auto [owner, fresh] = claimed_.emplace(canon, shown);
+    if (!fresh)
+      return error(shown, "'" + owner->second + "' and '" + shown +
+                              "' are the same option; give it once, as '" + canon + "'");
+    switch (spec->type) {
+      case ValueType::kSection:
+        return section(*spec, value, canon, shown);
+      case ValueType::kOpaque:
+        return opaque(*spec, value, shown);
+      default:
+        return leaf(*spec, value, canon, shown);
+    }
+  }
+
+  void section(const KeySpec& spec, const Json& value, const std::string& canon,
+               const std::string& shown) {
+    if (value.is_null() && spec.nullable) return;
+    if (!value.is_object()) {
+      std::string msg = "expected an object, got " + describe(value);
+      if (canon == "zero_optimization" && value.is_boolean())
+        msg += " (the legacy boolean form is not supported; write {\"stage\": 1})";
+      out_.bad.insert(canon);
+      return error(shown, msg);
+    }
+    out_.sections[canon] = shown;
+    object(value, canon, shown);
+  }
+
+  void opaque(const KeySpec& spec, const Json& value, const std::string& shown) {
+    if (value.is_null() || spec.support == Support::kInert) return;
+    std::string name(leaf_name(spec.path));
+    if (!value.is_object()) return error(shown, "expected an object, got " + describe(value));
+    std::string unsupported = "'" + name + "' is a DeepSpeed option zerotrain does not support yet";
+    if (spec.gate.empty()) {
+      if (!value.empty()) error(shown, unsupported + " (accepted only when empty)");
+      return;
+    }
+    auto g = value.find(std::string(spec.gate));
+    if (g == value.end()) return;
+    std::string why;
+    KeySpec gate_spec{.type = ValueType::kBool};
+    auto on = normalize_leaf(gate_spec, *g, &why);
+    if (!on) return error(shown + "." + std::string(spec.gate), why);
+    if (on->get<bool>())
+      error(shown, unsupported + " (remove it or set " + std::string(spec.gate) + ": false)");
+  }
+
+  void leaf(const KeySpec& spec, const Json& value, const std::string& canon,
+            const std::string& shown) {
+    if (value == "auto") {
+      if (spec.auto_ok) {
+        out_.leaves[canon] = {value, shown, true};
+        return;
+      }
+      out_.bad.insert(canon);
+      return error(shown, "does not accept \"auto\" (docs/config.md lists the keys that do)");
+    }
+    if (value.is_null()) {
+      if (spec.nullable) {
+        out_.leaves[canon] = {value, shown, false};
+        return;
+      }
+      out_.bad.insert(canon);
+      return error(shown, "expected " + std::string(type_name(spec.type)) + ", got null");
+    }
+    std::string why;
+    std::optional<Json> norm = normalize_leaf(spec, value, &why);
+    if (!norm) {
+      out_.bad.insert(canon);
+      return error(shown, why);
+    }
+    if (spec.support == Support::kUnsupported && *norm != default_value(spec)) {
+      out_.bad.insert(canon);
+      return error(shown, "'" + std::string(leaf_name(spec.path)) +
+                              "' is a DeepSpeed option zerotrain does not support yet; only "
+                              "its default (" +
+                              default_value(spec).dump() + ") is accepted");
+    }
+    out_.leaves[canon] = {*norm, shown, false};
+  }
+
+  WalkResult& out_;
+  std::map<std::string, std::string> claimed_;  // canonical path -> spelling that set it
+};
+
+}  // namespace
+
+WalkResult walk_document(const Json& doc) {
+  WalkResult out;
+  if (!doc.is_object()) {
+    out.errors.push_back({"", "a DeepSpeed config must be a JSON object, got " + describe(doc)});
+    return out;
+  }
+  Walker(out).object(doc, "", "");
+  return out;
+}
+
+}  // namespace zerotrain::config
