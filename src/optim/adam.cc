@@ -13,9 +13,24 @@
 namespace zerotrain::optim {
 namespace detail {
 
+AdamKernelPtrs advance(const AdamKernelArgs& a, const AdamKernelPtrs& p, size_t i) {
+  const size_t grad_bytes = a.grad_kind == GradKind::kFp32 ? 4 : 2;
+  return {p.params + i, static_cast<const char*>(p.grads) + i * grad_bytes, p.exp_avg + i,
+          p.exp_avg_sq + i, p.copy != nullptr ? p.copy + i : nullptr};
+}
+
+namespace {
+float load_grad(GradKind kind, const void* grads, size_t i) {
+  if (kind == GradKind::kFp32) return static_cast<const float*>(grads)[i];
+  const uint16_t bits = static_cast<const uint16_t*>(grads)[i];
+  return kind == GradKind::kFp16 ? tensor::fp16_bits_to_fp32(bits)
+                                 : tensor::bf16_bits_to_fp32(bits);
+}
+}  // namespace
+
 void adam_portable(const AdamKernelArgs& a, const AdamKernelPtrs& p, size_t n) {
   for (size_t i = 0; i < n; ++i) {
-    float grad = p.grads[i];
+    float grad = load_grad(a.grad_kind, p.grads, i);
     float param = p.params[i];
     if (a.l2_mode) grad = param * a.l2 + grad;
     const float m = p.exp_avg[i] * a.beta1 + grad * a.one_minus_beta1;
@@ -83,17 +98,35 @@ detail::AdamKernelArgs make_args(const AdamOptions& o, int64_t step) {
   return a;
 }
 
+Status check_grads(const AdamTensors& t) {
+  const size_t n = t.params.size();
+  if (t.grads16.numel == 0 && t.grads16.data == nullptr) {
+    if (t.grads.size() == n) return ok_status();
+    return bad("tensor lengths differ: params " + std::to_string(n) + ", grads " +
+               std::to_string(t.grads.size()));
+  }
+  if (!t.grads.empty()) return bad("give grads or grads16, not both");
+  if (t.grads16.dtype == tensor::DType::kFloat32) return bad("grads16 must be fp16 or bf16");
+  if (t.grads16.numel != n || t.grads16.data == nullptr) {
+    return bad("grads16 has " + std::to_string(t.grads16.numel) + " elements, params " +
+               std::to_string(n));
+  }
+  return ok_status();
+}
+
 Status check_tensors(const AdamTensors& t, tensor::TensorView copy, int64_t step) {
   const size_t n = t.params.size();
   if (step < 1) return bad("step must be >= 1 (got " + std::to_string(step) + ")");
-  if (t.grads.size() != n || t.exp_avg.size() != n || t.exp_avg_sq.size() != n) {
-    return bad("tensor lengths differ: params " + std::to_string(n) + ", grads " +
-               std::to_string(t.grads.size()) + ", exp_avg " + std::to_string(t.exp_avg.size()) +
-               ", exp_avg_sq " + std::to_string(t.exp_avg_sq.size()));
+  ZT_RETURN_IF_ERROR(check_grads(t));
+  if (t.exp_avg.size() != n || t.exp_avg_sq.size() != n) {
+    return bad("tensor lengths differ: params " + std::to_string(n) + ", exp_avg " +
+               std::to_string(t.exp_avg.size()) + ", exp_avg_sq " +
+               std::to_string(t.exp_avg_sq.size()));
   }
   if (copy.data == nullptr && copy.numel == 0) return ok_status();
-  if (copy.dtype == tensor::DType::kFloat32)
+  if (copy.dtype == tensor::DType::kFloat32) {
     return bad("param_copy must be fp16 or bf16, not fp32");
+  }
   if (copy.data == nullptr) return bad("param_copy has no data");
   if (copy.numel != n) {
     return bad("param_copy has " + std::to_string(copy.numel) + " elements, params " +
@@ -133,16 +166,22 @@ Status adam_update(const AdamOptions& options, int64_t step, const AdamTensors& 
     args.copy_kind = param_copy.dtype == tensor::DType::kFloat16 ? detail::CopyKind::kFp16
                                                                  : detail::CopyKind::kBf16;
   }
+  const void* grads = t.grads.data();
+  args.grad_kind = detail::GradKind::kFp32;
+  if (t.grads16.numel > 0) {
+    grads = t.grads16.data;
+    args.grad_kind = t.grads16.dtype == tensor::DType::kFloat16 ? detail::GradKind::kFp16
+                                                                : detail::GradKind::kBf16;
+  }
+  const detail::AdamKernelPtrs base{t.params.data(), grads, t.exp_avg.data(), t.exp_avg_sq.data(),
+                                    copy};
   const Kernel kernel = pick_kernel();
   const size_t n = t.params.size();
   const auto chunks = static_cast<int64_t>((n + kChunk - 1) / kChunk);
 #pragma omp parallel for schedule(static) if (chunks > 1)
   for (int64_t c = 0; c < chunks; ++c) {
     const size_t off = static_cast<size_t>(c) * kChunk;
-    const detail::AdamKernelPtrs ptrs{t.params.data() + off, t.grads.data() + off,
-                                      t.exp_avg.data() + off, t.exp_avg_sq.data() + off,
-                                      copy != nullptr ? copy + off : nullptr};
-    kernel(args, ptrs, std::min(kChunk, n - off));
+    kernel(args, detail::advance(args, base, off), std::min(kChunk, n - off));
   }
   return ok_status();
 }

@@ -1,9 +1,9 @@
 // Adam / AdamW over flat fp32 arrays with DeepSpeed CPU-Adam semantics
 // (reference §3.3), fused: one pass reads grad, param and both moments,
 // writes param and moments and optionally an fp16/bf16 copy of the new
-// weights (the ZeRO-Offload copy-back). SIMD level is picked at run time
-// (AVX-512, AVX2, portable; all bit-identical) and the array is split into
-// chunks over OpenMP threads.
+// weights (the ZeRO-Offload copy-back); grads may be fp32, fp16 or bf16.
+// The SIMD level is picked at run time (AVX-512, AVX2, portable; all
+// bit-identical) and the array is split into chunks over OpenMP threads.
 //
 // Per element, step t (1-based), g = grad:
 //   Adam mode (adam_w_mode=false) with wd > 0:  g <- g + wd * p
@@ -45,12 +45,15 @@ struct AdamOptions {
 // eps < 0, weight_decay < 0, or non-finite values.
 Status validate(const AdamOptions& options);
 
-// One flat tensor's worth of optimizer inputs; all four the same length.
+// One flat tensor's worth of optimizer inputs, all the same length. Grads
+// come as fp32 in `grads`, or as fp16/bf16 in `grads16` (widened exactly in
+// registers, saving a conversion pass), never both.
 struct AdamTensors {
   std::span<float> params;
   std::span<const float> grads;
   std::span<float> exp_avg;     // first moment (m)
   std::span<float> exp_avg_sq;  // second moment (v)
+  tensor::ConstTensorView grads16 = {};
 };
 
 // Moments owned together, zero-initialised, 64-byte aligned.

@@ -1,8 +1,8 @@
 // Internal: the per-ISA fused Adam kernels behind adam.h. One call updates
-// n contiguous elements in place and, when copy_kind says so, writes the new
-// weights as fp16 or bf16. All kernels evaluate the same float expression in
-// the same order without FMA (the target is built with -ffp-contract=off),
-// so every level gives the same bits.
+// n contiguous elements in place, reading fp32, fp16 or bf16 grads, and,
+// when copy_kind says so, writes the new weights as fp16 or bf16. All kernels evaluate the same
+// float expression in the same order without FMA (the target is built with -ffp-contract=off), so
+// every level gives the same bits.
 #pragma once
 
 #include <cstddef>
@@ -11,6 +11,7 @@
 namespace zerotrain::optim::detail {
 
 enum class CopyKind { kNone, kFp16, kBf16 };
+enum class GradKind { kFp32, kFp16, kBf16 };
 
 struct AdamKernelArgs {
   float beta1, beta2;
@@ -23,15 +24,19 @@ struct AdamKernelArgs {
   bool decoupled;   // AdamW mode and wd > 0
   bool l2_mode;     // Adam mode and wd > 0
   CopyKind copy_kind;
+  GradKind grad_kind;
 };
 
 struct AdamKernelPtrs {
   float* params;
-  const float* grads;
+  const void* grads;  // float, or fp16/bf16 bits, per grad_kind
   float* exp_avg;
   float* exp_avg_sq;
   uint16_t* copy;  // fp16/bf16 bits, or null
 };
+
+// Pointers moved forward by i elements (grads by their own element size).
+AdamKernelPtrs advance(const AdamKernelArgs& a, const AdamKernelPtrs& p, size_t i);
 
 void adam_portable(const AdamKernelArgs& a, const AdamKernelPtrs& p, size_t n);
 #if defined(__x86_64__)

@@ -1,6 +1,7 @@
 // AVX2 and AVX-512 fused Adam kernels (see adam_kernels.h). Same float
 // expression, same order as adam_portable, no FMA: bit-identical results.
-// Tails (n % width) go through adam_portable.
+// One instantiation per (grad dtype, copy dtype); tails (n % width) go
+// through adam_portable.
 #include "optim/adam_kernels.h"
 
 #if defined(__x86_64__)
@@ -9,14 +10,34 @@
 namespace zerotrain::optim::detail {
 namespace {
 
-AdamKernelPtrs advance(const AdamKernelPtrs& p, size_t i) {
-  return {p.params + i, p.grads + i, p.exp_avg + i, p.exp_avg_sq + i,
-          p.copy != nullptr ? p.copy + i : nullptr};
+using Body = size_t (*)(const AdamKernelArgs&, const AdamKernelPtrs&, size_t);
+
+template <GradKind kGrad>
+ZT_TARGET_AVX512 __m512 load_grad16(const void* grads, size_t i) {
+  if constexpr (kGrad == GradKind::kFp32) {
+    return _mm512_loadu_ps(static_cast<const float*>(grads) + i);
+  } else {
+    const __m256i bits = _mm256_loadu_si256(
+        reinterpret_cast<const __m256i*>(static_cast<const uint16_t*>(grads) + i));
+    if constexpr (kGrad == GradKind::kFp16) return _mm512_cvtph_ps(bits);
+    return tensor::simd::bf16_to_fp32_16(bits);
+  }
 }
 
-template <CopyKind kCopy>
-ZT_TARGET_AVX512 size_t adam_avx512_body(const AdamKernelArgs& a, const AdamKernelPtrs& p,
-                                         size_t n) {
+template <GradKind kGrad>
+ZT_TARGET_AVX2 __m256 load_grad8(const void* grads, size_t i) {
+  if constexpr (kGrad == GradKind::kFp32) {
+    return _mm256_loadu_ps(static_cast<const float*>(grads) + i);
+  } else {
+    const __m128i bits =
+        _mm_loadu_si128(reinterpret_cast<const __m128i*>(static_cast<const uint16_t*>(grads) + i));
+    if constexpr (kGrad == GradKind::kFp16) return _mm256_cvtph_ps(bits);
+    return tensor::simd::bf16_to_fp32_8(bits);
+  }
+}
+
+template <GradKind kGrad, CopyKind kCopy>
+ZT_TARGET_AVX512 size_t avx512_body(const AdamKernelArgs& a, const AdamKernelPtrs& p, size_t n) {
   const __m512 b1 = _mm512_set1_ps(a.beta1), b2 = _mm512_set1_ps(a.beta2);
   const __m512 omb1 = _mm512_set1_ps(a.one_minus_beta1), omb2 = _mm512_set1_ps(a.one_minus_beta2);
   const __m512 eps = _mm512_set1_ps(a.eps), step = _mm512_set1_ps(a.step_size);
@@ -24,7 +45,7 @@ ZT_TARGET_AVX512 size_t adam_avx512_body(const AdamKernelArgs& a, const AdamKern
   const __m512 l2 = _mm512_set1_ps(a.l2);
   size_t i = 0;
   for (; i + 16 <= n; i += 16) {
-    __m512 grad = _mm512_loadu_ps(p.grads + i);
+    __m512 grad = load_grad16<kGrad>(p.grads, i);
     __m512 param = _mm512_loadu_ps(p.params + i);
     if (a.l2_mode) grad = _mm512_add_ps(_mm512_mul_ps(param, l2), grad);
     const __m512 m =
@@ -38,19 +59,17 @@ ZT_TARGET_AVX512 size_t adam_avx512_body(const AdamKernelArgs& a, const AdamKern
     _mm512_storeu_ps(p.exp_avg + i, m);
     _mm512_storeu_ps(p.exp_avg_sq + i, v);
     _mm512_storeu_ps(p.params + i, param);
-    if constexpr (kCopy == CopyKind::kFp16) {
-      _mm256_storeu_si256(reinterpret_cast<__m256i*>(p.copy + i),
-                          tensor::simd::fp32_to_fp16_16(param));
-    } else if constexpr (kCopy == CopyKind::kBf16) {
-      _mm256_storeu_si256(reinterpret_cast<__m256i*>(p.copy + i),
-                          tensor::simd::fp32_to_bf16_16(param));
-    }
+    auto* copy = reinterpret_cast<__m256i*>(p.copy + i);
+    if constexpr (kCopy == CopyKind::kFp16)
+      _mm256_storeu_si256(copy, tensor::simd::fp32_to_fp16_16(param));
+    if constexpr (kCopy == CopyKind::kBf16)
+      _mm256_storeu_si256(copy, tensor::simd::fp32_to_bf16_16(param));
   }
   return i;
 }
 
-template <CopyKind kCopy>
-ZT_TARGET_AVX2 size_t adam_avx2_body(const AdamKernelArgs& a, const AdamKernelPtrs& p, size_t n) {
+template <GradKind kGrad, CopyKind kCopy>
+ZT_TARGET_AVX2 size_t avx2_body(const AdamKernelArgs& a, const AdamKernelPtrs& p, size_t n) {
   const __m256 b1 = _mm256_set1_ps(a.beta1), b2 = _mm256_set1_ps(a.beta2);
   const __m256 omb1 = _mm256_set1_ps(a.one_minus_beta1), omb2 = _mm256_set1_ps(a.one_minus_beta2);
   const __m256 eps = _mm256_set1_ps(a.eps), step = _mm256_set1_ps(a.step_size);
@@ -58,7 +77,7 @@ ZT_TARGET_AVX2 size_t adam_avx2_body(const AdamKernelArgs& a, const AdamKernelPt
   const __m256 l2 = _mm256_set1_ps(a.l2);
   size_t i = 0;
   for (; i + 8 <= n; i += 8) {
-    __m256 grad = _mm256_loadu_ps(p.grads + i);
+    __m256 grad = load_grad8<kGrad>(p.grads, i);
     __m256 param = _mm256_loadu_ps(p.params + i);
     if (a.l2_mode) grad = _mm256_add_ps(_mm256_mul_ps(param, l2), grad);
     const __m256 m =
@@ -72,47 +91,48 @@ ZT_TARGET_AVX2 size_t adam_avx2_body(const AdamKernelArgs& a, const AdamKernelPt
     _mm256_storeu_ps(p.exp_avg + i, m);
     _mm256_storeu_ps(p.exp_avg_sq + i, v);
     _mm256_storeu_ps(p.params + i, param);
-    if constexpr (kCopy == CopyKind::kFp16) {
-      _mm_storeu_si128(reinterpret_cast<__m128i*>(p.copy + i), tensor::simd::fp32_to_fp16_8(param));
-    } else if constexpr (kCopy == CopyKind::kBf16) {
-      _mm_storeu_si128(reinterpret_cast<__m128i*>(p.copy + i), tensor::simd::fp32_to_bf16_8(param));
-    }
+    auto* copy = reinterpret_cast<__m128i*>(p.copy + i);
+    if constexpr (kCopy == CopyKind::kFp16)
+      _mm_storeu_si128(copy, tensor::simd::fp32_to_fp16_8(param));
+    if constexpr (kCopy == CopyKind::kBf16)
+      _mm_storeu_si128(copy, tensor::simd::fp32_to_bf16_8(param));
   }
   return i;
+}
+
+// [grad kind][copy kind] -> instantiation.
+template <template <GradKind, CopyKind> class Pick>
+constexpr Body kTable[3][3] = {
+    {Pick<GradKind::kFp32, CopyKind::kNone>::fn, Pick<GradKind::kFp32, CopyKind::kFp16>::fn,
+     Pick<GradKind::kFp32, CopyKind::kBf16>::fn},
+    {Pick<GradKind::kFp16, CopyKind::kNone>::fn, Pick<GradKind::kFp16, CopyKind::kFp16>::fn,
+     Pick<GradKind::kFp16, CopyKind::kBf16>::fn},
+    {Pick<GradKind::kBf16, CopyKind::kNone>::fn, Pick<GradKind::kBf16, CopyKind::kFp16>::fn,
+     Pick<GradKind::kBf16, CopyKind::kBf16>::fn},
+};
+
+template <GradKind g, CopyKind c>
+struct PickAvx512 {
+  static constexpr Body fn = avx512_body<g, c>;
+};
+template <GradKind g, CopyKind c>
+struct PickAvx2 {
+  static constexpr Body fn = avx2_body<g, c>;
+};
+
+void run(Body body, const AdamKernelArgs& a, const AdamKernelPtrs& p, size_t n) {
+  const size_t done = body(a, p, n);
+  adam_portable(a, advance(a, p, done), n - done);
 }
 
 }  // namespace
 
 void adam_avx512(const AdamKernelArgs& a, const AdamKernelPtrs& p, size_t n) {
-  size_t done = 0;
-  switch (a.copy_kind) {
-    case CopyKind::kNone:
-      done = adam_avx512_body<CopyKind::kNone>(a, p, n);
-      break;
-    case CopyKind::kFp16:
-      done = adam_avx512_body<CopyKind::kFp16>(a, p, n);
-      break;
-    case CopyKind::kBf16:
-      done = adam_avx512_body<CopyKind::kBf16>(a, p, n);
-      break;
-  }
-  adam_portable(a, advance(p, done), n - done);
+  run(kTable<PickAvx512>[static_cast<int>(a.grad_kind)][static_cast<int>(a.copy_kind)], a, p, n);
 }
 
 void adam_avx2(const AdamKernelArgs& a, const AdamKernelPtrs& p, size_t n) {
-  size_t done = 0;
-  switch (a.copy_kind) {
-    case CopyKind::kNone:
-      done = adam_avx2_body<CopyKind::kNone>(a, p, n);
-      break;
-    case CopyKind::kFp16:
-      done = adam_avx2_body<CopyKind::kFp16>(a, p, n);
-      break;
-    case CopyKind::kBf16:
-      done = adam_avx2_body<CopyKind::kBf16>(a, p, n);
-      break;
-  }
-  adam_portable(a, advance(p, done), n - done);
+  run(kTable<PickAvx2>[static_cast<int>(a.grad_kind)][static_cast<int>(a.copy_kind)], a, p, n);
 }
 
 }  // namespace zerotrain::optim::detail

@@ -156,6 +156,46 @@ TEST(AdamTest, SimdLevelsAreBitIdenticalToPortableAndCopiesMatchConversion) {
   }
 }
 
+// 16-bit grads are widened exactly, so the result must equal the fp32 path
+// on the widened grads, bit for bit, on every level (n leaves tails).
+TEST(AdamTest, SixteenBitGradsMatchTheFp32PathOnWidenedGrads) {
+  const size_t n = (size_t{1} << 16) + 37;
+  std::vector<tensor::Half> g16(n);
+  std::vector<tensor::BFloat16> gb(n);
+  std::vector<float> w16(n), wb(n), p0(n);
+  for (size_t i = 0; i < n; ++i) {
+    const float g = grad_at(1, i) * 3.0f;
+    g16[i] = tensor::to_half(g);
+    gb[i] = tensor::to_bfloat16(g);
+    w16[i] = tensor::to_float(g16[i]);
+    wb[i] = tensor::to_float(gb[i]);
+    p0[i] = 0.25f + 1e-3f * static_cast<float>(i % 101);
+  }
+  const AdamOptions o{.lr = 1e-2, .weight_decay = 0.1};
+  std::vector<SimdLevel> all = simd_levels();
+  all.push_back(SimdLevel::kPortable);
+  for (SimdLevel level : all) {
+    tensor::ScopedSimdLevel scoped(level);
+    for (bool bf16 : {false, true}) {
+      std::vector<float> pa = p0, ma(n), va(n), pb = p0, mb(n), vb(n);
+      ASSERT_TRUE(adam_update(o, 2, {pa, bf16 ? wb : w16, ma, va}).ok());
+      const tensor::ConstTensorView grads16 =
+          bf16 ? tensor::make_view(std::span<const tensor::BFloat16>(gb))
+               : tensor::make_view(std::span<const tensor::Half>(g16));
+      ASSERT_TRUE(adam_update(o, 2, {pb, {}, mb, vb, grads16}).ok());
+      for (size_t i = 0; i < n; ++i) {
+        ASSERT_EQ(std::bit_cast<uint32_t>(pb[i]), std::bit_cast<uint32_t>(pa[i]))
+            << tensor::simd_level_name(level) << (bf16 ? " bf16 " : " fp16 ") << i;
+        ASSERT_EQ(vb[i], va[i]) << i;
+      }
+    }
+  }
+  std::vector<float> p(n), g(n), m(n), v(n);
+  const Status both =
+      adam_update(o, 1, {p, g, m, v, tensor::make_view(std::span<const tensor::Half>(g16))});
+  EXPECT_NE(both.message().find("grads or grads16, not both"), std::string::npos);
+}
+
 TEST(AdamTest, RejectsBadOptionsAndMismatchedTensorsNamingTheField) {
   auto neg = Adam::create({.lr = -1.0});
   ASSERT_FALSE(neg.ok());
