@@ -115,20 +115,19 @@ WorkPtr Communicator::allreduce_async(std::span<std::byte> data, DType dtype, Re
 }
 
 WorkPtr Communicator::reduce_scatter_async(std::span<const std::byte> input,
-                                           std::span<std::byte> output, DType dtype,
-                                           ReduceOp op) {
+                                           std::span<std::byte> output, DType dtype, ReduceOp op) {
   size_t n = static_cast<size_t>(world_size_);
   if (input.size() != output.size() * n)
-    return failed(invalid_argument(
-        "reduce_scatter: input of " + std::to_string(input.size()) +
-        " bytes must be world_size (" + std::to_string(n) + ") x output (" +
-        std::to_string(output.size()) + " bytes); pad to padded_count() (comm/types.h)"));
+    return failed(invalid_argument("reduce_scatter: input of " + std::to_string(input.size()) +
+                                   " bytes must be world_size (" + std::to_string(n) +
+                                   ") x output (" + std::to_string(output.size()) +
+                                   " bytes); pad to padded_count() (comm/types.h)"));
   Status st = check_elements("reduce_scatter", output.size(), dtype);
   if (!st.ok()) return failed(st);
   const std::byte* own = input.data() + output.size() * static_cast<size_t>(rank_);
   if (output.data() != own && overlaps(input.data(), input.size(), output.data(), output.size()))
-    return failed(invalid_argument(
-        "reduce_scatter: output overlaps input other than as this rank's chunk"));
+    return failed(
+        invalid_argument("reduce_scatter: output overlaps input other than as this rank's chunk"));
   return enqueue(OpType::kReduceScatter,
                  [=, this] { return do_reduce_scatter(input, output, dtype, op); });
 }
@@ -142,16 +141,15 @@ WorkPtr Communicator::allgather_async(std::span<const std::byte> input,
                                    ") x input (" + std::to_string(input.size()) + " bytes)"));
   const std::byte* own = output.data() + input.size() * static_cast<size_t>(rank_);
   if (input.data() != own && overlaps(input.data(), input.size(), output.data(), output.size()))
-    return failed(invalid_argument(
-        "allgather: input overlaps output other than as this rank's chunk"));
+    return failed(
+        invalid_argument("allgather: input overlaps output other than as this rank's chunk"));
   return enqueue(OpType::kAllgather, [=, this] { return do_allgather(input, output); });
 }
 
 WorkPtr Communicator::broadcast_async(std::span<std::byte> data, int root) {
   if (root < 0 || root >= world_size_)
     return failed(invalid_argument("broadcast: root " + std::to_string(root) +
-                                   " is not a rank of world size " +
-                                   std::to_string(world_size_)));
+                                   " is not a rank of world size " + std::to_string(world_size_)));
   return enqueue(OpType::kBroadcast, [=, this] { return do_broadcast(data, root); });
 }
 
@@ -234,8 +232,8 @@ StatusOr<CommOptions> comm_options_from_env() {
   if (world < 1 || world > 1 << 20)
     return invalid_argument("WORLD_SIZE=" + std::to_string(world) + " must be >= 1");
   if (rank < 0 || rank >= world)
-    return invalid_argument("RANK=" + std::to_string(rank) + " is outside WORLD_SIZE=" +
-                            std::to_string(world));
+    return invalid_argument("RANK=" + std::to_string(rank) +
+                            " is outside WORLD_SIZE=" + std::to_string(world));
   if (port < 1 || port > 65535)
     return invalid_argument("MASTER_PORT=" + std::to_string(port) + " is not a TCP port");
   if (!(seconds > 0) || seconds > 1e7)

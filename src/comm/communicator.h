@@ -83,9 +83,9 @@ struct CommOptions {
   // A collective fails after this long without progress; rendezvous fails
   // after this long waiting for ranks.
   std::chrono::milliseconds timeout{30000};
-  std::string iface;     // network interface for gloo ("eth0"); overrides hostname
-  std::string hostname;  // address peers reach this rank at; empty: 127.0.0.1
-                         // when master_addr is loopback, else the host name
+  std::string iface;              // network interface for gloo ("eth0"); overrides hostname
+  std::string hostname;           // address peers reach this rank at; empty: 127.0.0.1
+                                  // when master_addr is loopback, else the host name
   std::string group = "default";  // namespaces store keys
   std::shared_ptr<Store> store;   // rendezvous over this store instead of TCP
   bool host_store = true;         // rank 0 starts the TcpStoreServer

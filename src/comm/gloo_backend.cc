@@ -1,13 +1,13 @@
 // GlooCommunicator lifetime: store set-up, rendezvous with named missing
 // ranks, gloo full-mesh connect, failure bookkeeping; and the factory.
-#include <signal.h>
-#include <unistd.h>
+#include "comm/gloo_backend.h"
 
 #include <gloo/common/error.h>
 #include <gloo/rendezvous/context.h>
 #include <gloo/transport/tcp/device.h>
+#include <signal.h>
+#include <unistd.h>
 
-#include "comm/gloo_backend.h"
 #include "comm/gloo_communicator.h"
 #include "comm/gloo_store.h"
 #include "common/log.h"
@@ -134,8 +134,8 @@ Status GlooCommunicator::connect() {
     store_address_ = store_->address();
   } else {
     if (rank() == 0 && options_.host_store) {
-      ZT_ASSIGN_OR_RETURN(server_, TcpStoreServer::start(
-                                       {"", options_.master_port, options_.secret}));
+      ZT_ASSIGN_OR_RETURN(server_,
+                          TcpStoreServer::start({"", options_.master_port, options_.secret}));
     }
     TcpStoreClientOptions client;
     client.host = options_.master_addr;

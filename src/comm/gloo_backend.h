@@ -5,12 +5,12 @@
 // Thread-safety: the do_* hooks run only on the communication thread.
 #pragma once
 
+#include <gloo/context.h>
+#include <gloo/transport/unbound_buffer.h>
+
 #include <memory>
 #include <string>
 #include <vector>
-
-#include <gloo/context.h>
-#include <gloo/transport/unbound_buffer.h>
 
 #include "comm/communicator.h"
 #include "comm/tcp_store.h"
@@ -33,7 +33,7 @@ class GlooCommunicator final : public Communicator {
   // Non-OK after an earlier failure.
   Status usable() const { return broken_; }
   // Fresh slot range for one collective (all ranks agree: same op order).
-  uint64_t next_slot_base() { return (++op_seq_) << 24; }
+  uint64_t next_slot_base() { return (++op_seq_) << 32; }
   std::unique_ptr<gloo::transport::UnboundBuffer> buffer(void* ptr, size_t bytes);
   gloo::Context& context() { return *context_; }
   void count(OpType op, uint64_t sent, uint64_t received) { count_bytes(op, sent, received); }
@@ -57,7 +57,7 @@ class GlooCommunicator final : public Communicator {
   std::shared_ptr<gloo::Context> context_;
   Status broken_;
   uint64_t op_seq_ = 0;
-  std::vector<std::byte> scratch_;  // ring receive/accumulate space
+  std::vector<std::byte> scratch_;           // ring receive/accumulate space
   std::byte token_send_{1}, token_recv_{0};  // barrier messages
 };
 

@@ -10,11 +10,11 @@
 // Thread-safety: as the wrapped Store.
 #pragma once
 
+#include <gloo/rendezvous/store.h>
+
 #include <chrono>
 #include <string>
 #include <vector>
-
-#include <gloo/rendezvous/store.h>
 
 #include "comm/store.h"
 

@@ -67,7 +67,8 @@ bool WireReader::get_u8(uint8_t* v) {
 bool WireReader::get_i64(int64_t* v) {
   if (pos_ + 8 > data_.size()) return false;
   uint64_t u = 0;
-  for (int i = 0; i < 8; ++i) u |= static_cast<uint64_t>(static_cast<uint8_t>(data_[pos_ + i])) << (8 * i);
+  for (int i = 0; i < 8; ++i)
+    u |= static_cast<uint64_t>(static_cast<uint8_t>(data_[pos_ + i])) << (8 * i);
   pos_ += 8;
   *v = static_cast<int64_t>(u);
   return true;
@@ -76,7 +77,8 @@ bool WireReader::get_i64(int64_t* v) {
 bool WireReader::get_str(std::string* s) {
   if (pos_ + 4 > data_.size()) return false;
   uint32_t n = 0;
-  for (int i = 0; i < 4; ++i) n |= static_cast<uint32_t>(static_cast<uint8_t>(data_[pos_ + i])) << (8 * i);
+  for (int i = 0; i < 4; ++i)
+    n |= static_cast<uint32_t>(static_cast<uint8_t>(data_[pos_ + i])) << (8 * i);
   pos_ += 4;
   if (n > data_.size() - pos_) return false;
   s->assign(data_.substr(pos_, n));
@@ -192,8 +194,7 @@ Status write_all(int fd, std::string_view data, Clock::time_point deadline,
   return ok_status();
 }
 
-Status read_exact(int fd, char* out, size_t n, Clock::time_point deadline,
-                  const std::string& who) {
+Status read_exact(int fd, char* out, size_t n, Clock::time_point deadline, const std::string& who) {
   size_t done = 0;
   while (done < n) {
     ssize_t got = ::recv(fd, out + done, n - done, 0);

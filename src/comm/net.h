@@ -41,7 +41,10 @@ inline constexpr uint32_t kMaxHelloBytes = 4096;
 
 class WireWriter {
  public:
-  explicit WireWriter(uint8_t tag) { buf_.resize(4); buf_.push_back(static_cast<char>(tag)); }
+  explicit WireWriter(uint8_t tag) {
+    buf_.resize(4);
+    buf_.push_back(static_cast<char>(tag));
+  }
   void put_u8(uint8_t v) { buf_.push_back(static_cast<char>(v)); }
   void put_i64(int64_t v);
   void put_str(std::string_view s);
@@ -81,8 +84,7 @@ void set_nonblocking(int fd);
 
 // Blocking-with-deadline I/O on a non-blocking socket; `who` names the peer
 // in errors ("store at 127.0.0.1:29500"). EOF gives Unavailable.
-Status write_all(int fd, std::string_view data, Clock::time_point deadline,
-                 const std::string& who);
+Status write_all(int fd, std::string_view data, Clock::time_point deadline, const std::string& who);
 Status read_exact(int fd, char* out, size_t n, Clock::time_point deadline, const std::string& who);
 // Reads one frame's payload (no size larger than max_bytes).
 StatusOr<std::string> read_frame(int fd, Clock::time_point deadline, const std::string& who,

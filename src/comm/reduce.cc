@@ -100,8 +100,8 @@ uint16_t float_to_bf16(float f) {
   return static_cast<uint16_t>(u >> 16);
 }
 
-void reduce_combine(void* dst, const void* a, const void* b, size_t count, DType dtype,
-                    ReduceOp op, int divisor) {
+void reduce_combine(void* dst, const void* a, const void* b, size_t count, DType dtype, ReduceOp op,
+                    int divisor) {
   float div = static_cast<float>(divisor);
   switch (dtype) {
     case DType::kFloat32:

@@ -24,8 +24,8 @@ uint16_t float_to_bf16(float f);
 // dst[i] = op(a[i], b[i]) for `count` elements of `dtype`; dst may alias a or
 // b. For kSum and kAvg the result is then divided by `divisor` (pass 1 except
 // on the last step of an average). Max/min propagate NaN.
-void reduce_combine(void* dst, const void* a, const void* b, size_t count, DType dtype,
-                    ReduceOp op, int divisor);
+void reduce_combine(void* dst, const void* a, const void* b, size_t count, DType dtype, ReduceOp op,
+                    int divisor);
 
 // data[i] /= divisor (used for kAvg when there is nothing to combine).
 void divide_inplace(void* data, size_t count, DType dtype, int divisor);

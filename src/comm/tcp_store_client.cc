@@ -88,7 +88,8 @@ StatusOr<std::string> TcpStoreClient::request(const std::string& frame,
   std::string who = "store at " + address_;
   Clock::time_point deadline = Clock::now() + options_.io_timeout + server_wait;
   Status st = net::write_all(fd_, frame, deadline, who);
-  StatusOr<std::string> reply = st.ok() ? net::read_frame(fd_, deadline, who) : StatusOr<std::string>(st);
+  StatusOr<std::string> reply =
+      st.ok() ? net::read_frame(fd_, deadline, who) : StatusOr<std::string>(st);
   if (!reply.ok()) {
     // A half-done exchange leaves the stream unusable; fail every later call.
     broken_ = reply.status();

@@ -208,7 +208,8 @@ void TcpStoreServer::Loop::handle_authed(int fd, Conn& c, StoreOp op, WireReader
 
 void TcpStoreServer::Loop::park_or_answer(int fd, Conn& c, StoreOp op,
                                           std::vector<std::string> keys, int64_t ms) {
-  Waiter w{fd, op, std::move(keys), Clock::now() + std::chrono::milliseconds(std::max<int64_t>(ms, 0))};
+  Waiter w{fd, op, std::move(keys),
+           Clock::now() + std::chrono::milliseconds(std::max<int64_t>(ms, 0))};
   if (answer_if_ready(w, /*expired=*/false)) return;
   c.blocked = true;
   waiters_.push_back(std::move(w));

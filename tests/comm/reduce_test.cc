@@ -1,5 +1,7 @@
 // 16-bit conversions (round to nearest even, specials), reduction kernels,
 // partition arithmetic, and comm options from the environment.
+#include "comm/reduce.h"
+
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
@@ -7,7 +9,6 @@
 #include <cstring>
 
 #include "comm/communicator.h"
-#include "comm/reduce.h"
 #include "comm/types.h"
 
 namespace zerotrain::comm {
@@ -43,7 +44,7 @@ TEST(Fp16, RoundTripsEveryFiniteHalfExactly) {
   EXPECT_EQ(float_to_half(65504.0f), 0x7bff);
   EXPECT_EQ(float_to_half(65520.0f), 0x7c00);  // halfway to 2^16 rounds to inf
   EXPECT_EQ(float_to_half(1e-9f), 0x0000);
-  EXPECT_EQ(float_to_half(1.0f + std::ldexp(1.0f, -11)), 0x3c00);  // tie -> even
+  EXPECT_EQ(float_to_half(1.0f + std::ldexp(1.0f, -11)), 0x3c00);      // tie -> even
   EXPECT_EQ(float_to_half(1.0f + 3 * std::ldexp(1.0f, -11)), 0x3c02);  // tie -> even (up)
   EXPECT_TRUE(std::isnan(half_to_float(float_to_half(NAN))));
 }

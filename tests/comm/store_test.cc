@@ -1,12 +1,13 @@
 // Store semantics (MemoryStore and TCP store behave the same), blocking
 // wait/get, timeouts naming the missing keys, and secret authentication.
+#include "comm/store.h"
+
 #include <gtest/gtest.h>
 
 #include <chrono>
 #include <thread>
 
 #include "comm/net.h"
-#include "comm/store.h"
 #include "comm/tcp_store.h"
 
 namespace zerotrain::comm {
@@ -113,8 +114,7 @@ TEST_P(StoreTest, WaitTimeoutNamesOnlyTheMissingKeys) {
   Status st = store_->wait({"present", "absent1", "absent2"}, milliseconds(200));
   auto took = std::chrono::steady_clock::now() - start;
   ASSERT_EQ(st.code(), StatusCode::kTimeout);
-  EXPECT_NE(st.message().find("missing keys: absent1, absent2"), std::string::npos)
-      << st.message();
+  EXPECT_NE(st.message().find("missing keys: absent1, absent2"), std::string::npos) << st.message();
   EXPECT_EQ(st.message().find("present"), std::string::npos);
   EXPECT_GE(took, milliseconds(190));
   EXPECT_LT(took, milliseconds(2000));
@@ -146,8 +146,8 @@ TEST(TcpStoreAuth, WrongSecretIsRefusedWithPermissionDenied) {
   auto client = TcpStoreClient::connect(o);
   ASSERT_FALSE(client.ok());
   EXPECT_EQ(client.status().code(), StatusCode::kPermissionDenied);
-  std::string expected = "store at 127.0.0.1:" + std::to_string(o.port) +
-                         " refused this process: wrong job secret";
+  std::string expected =
+      "store at 127.0.0.1:" + std::to_string(o.port) + " refused this process: wrong job secret";
   EXPECT_NE(client.status().message().find(expected), std::string::npos)
       << client.status().message();
   EXPECT_EQ((*server)->refused_clients(), 1);
@@ -164,7 +164,10 @@ TEST(TcpStoreAuth, WrongSecretIsRefusedWithPermissionDenied) {
 TEST(TcpStoreConnect, RetriesUntilTheServerStarts) {
   // Reserve a free port, release it, then start the server there later.
   int port = 0;
-  { auto probe = TcpStoreServer::start({"127.0.0.1", 0, "s"}); port = (*probe)->port(); }
+  {
+    auto probe = TcpStoreServer::start({"127.0.0.1", 0, "s"});
+    port = (*probe)->port();
+  }
   std::unique_ptr<TcpStoreServer> server;
   std::thread starter([&] {
     std::this_thread::sleep_for(milliseconds(300));
@@ -182,7 +185,10 @@ TEST(TcpStoreConnect, RetriesUntilTheServerStarts) {
 
 TEST(TcpStoreConnect, GivesUpAtTheDeadlineNamingTheAddress) {
   int port = 0;
-  { auto probe = TcpStoreServer::start({"127.0.0.1", 0, "s"}); port = (*probe)->port(); }
+  {
+    auto probe = TcpStoreServer::start({"127.0.0.1", 0, "s"});
+    port = (*probe)->port();
+  }
   TcpStoreClientOptions o;
   o.port = port;
   o.connect_timeout = milliseconds(300);
@@ -191,8 +197,7 @@ TEST(TcpStoreConnect, GivesUpAtTheDeadlineNamingTheAddress) {
   auto took = std::chrono::steady_clock::now() - start;
   ASSERT_FALSE(client.ok());
   EXPECT_EQ(client.status().code(), StatusCode::kUnavailable);
-  EXPECT_NE(client.status().message().find("127.0.0.1:" + std::to_string(port)),
-            std::string::npos);
+  EXPECT_NE(client.status().message().find("127.0.0.1:" + std::to_string(port)), std::string::npos);
   EXPECT_LT(took, milliseconds(2000));
 }
 
