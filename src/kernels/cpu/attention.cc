@@ -1,7 +1,6 @@
 // Causal self-attention kernels (see attention.h). Each head runs its
-// GEMMs (on strided views of qkv, dout, dqkv) and softmax on one thread. The upper triangle of q·kᵀ
-// is computed and then masked: simpler than blocked causal GEMMs, at most 2x the attention GEMM
-// FLOPs, which are small next to the projections.
+// GEMMs (on strided views of qkv, dout, dqkv) and softmax on one thread,
+// by blocks of query rows that only meet the keys they may see.
 #include "kernels/cpu/attention.h"
 
 #include <algorithm>

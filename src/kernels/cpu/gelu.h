@@ -16,8 +16,7 @@ void gelu_forward(float* out,        // [N]
                   const float* inp,  // [N]
                   int64_t N);
 
-// dinp += gelu'(inp) · dout. dinp may alias dout only if it was zero before
-// (dinp = 0 + gelu'·dout is then still right element by element).
+// dinp += gelu'(inp) · dout. dinp must not alias dout.
 void gelu_backward(float* dinp,        // [N] +=
                    const float* inp,   // [N] forward input
                    const float* dout,  // [N]

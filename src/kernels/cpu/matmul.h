@@ -1,5 +1,6 @@
 // GEMM through oneDNN: C = alpha * op(A) · op(B) + bias + beta * C, fp32, or
-// bf16 A and B with fp32 accumulation and output. Row-major, dense operands.
+// bf16 A and B with fp32 accumulation and output. Row-major operands, dense
+// or with leading dimensions (column blocks of wider matrices).
 // oneDNN primitives are created once per distinct MatmulDesc and cached for
 // the life of the process (creation costs milliseconds, execution of small
 // shapes microseconds); one oneDNN engine and stream per process.
@@ -11,7 +12,9 @@
 //   MatmulDesc g{.m = OC, .n = C, .k = BT, .trans_a = true, .beta = 1.0f};
 //   ZT_RETURN_IF_ERROR(matmul(g, dout, inp, nullptr, dweight));
 //
-// Threads: oneDNN's OpenMP pool, sized by OMP_NUM_THREADS.
+// Threads: oneDNN's OpenMP pool, sized by OMP_NUM_THREADS. Called inside an
+// OpenMP parallel region a GEMM runs on the calling thread alone (nested
+// parallelism is off); attention relies on this to run one head a thread.
 // Thread-safety: all functions may be called from any thread concurrently
 // (the cache is locked; each call brings its own scratchpad).
 #pragma once
