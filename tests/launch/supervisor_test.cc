@@ -124,6 +124,25 @@ TEST_F(Spawn, TwoAndFourWorkersEachGetTheirOwnEnvironment) {
   }
 }
 
+TEST_F(Spawn, WorkersReadEofFromStdinEvenWhenTheLaunchersHasData) {
+  int fds[2];
+  ASSERT_EQ(::pipe(fds), 0);
+  ASSERT_EQ(::write(fds[1], "typed\n", 6), 6);
+  ::close(fds[1]);
+  int saved_stdin = ::dup(STDIN_FILENO);
+  ::dup2(fds[0], STDIN_FILENO);
+  ::close(fds[0]);
+  LaunchOptions opt = options(2,
+                              "if read -r line; then echo \"got $line\"; else echo eof; fi "
+                              "> \"$0/stdin.$RANK\"");
+  int code = run_launcher(opt);
+  ::dup2(saved_stdin, STDIN_FILENO);
+  ::close(saved_stdin);
+  ASSERT_EQ(code, 0);
+  EXPECT_EQ(read("stdin.0"), "eof\n");
+  EXPECT_EQ(read("stdin.1"), "eof\n");
+}
+
 TEST_F(Spawn, WorkerExitingThreeStopsTheOthersPromptly) {
   LaunchOptions opt = options(3, "if [ \"$RANK\" = 1 ]; then exit 3; fi; exec sleep 30");
   ::testing::internal::CaptureStderr();
