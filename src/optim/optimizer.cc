@@ -1,0 +1,96 @@
+// Optimizer adapters over Adam and Sgd, and the factory.
+#include "optim/optimizer.h"
+
+#include <string>
+
+#include "tensor/convert.h"
+
+namespace zerotrain::optim {
+namespace {
+
+Status check_state_count(std::string_view name, std::span<const std::span<float>> states,
+                         size_t want) {
+  if (states.size() == want) return ok_status();
+  return invalid_argument(std::string(name) + ": expected " + std::to_string(want) +
+                          " state arrays, got " + std::to_string(states.size()));
+}
+
+class AdamOptimizer final : public Optimizer {
+ public:
+  explicit AdamOptimizer(Adam adam) : adam_(std::move(adam)) {}
+  std::string_view name() const override { return adam_.options().adam_w_mode ? "adamw" : "adam"; }
+  std::vector<std::string> state_names() const override { return {"exp_avg", "exp_avg_sq"}; }
+  void begin_step() override { adam_.begin_step(); }
+  Status update(std::span<float> params, tensor::ConstTensorView grads,
+                std::span<const std::span<float>> states,
+                tensor::TensorView param_copy) const override {
+    ZT_RETURN_IF_ERROR(check_state_count(name(), states, 2));
+    AdamTensors t{params, {}, states[0], states[1]};
+    if (grads.dtype == tensor::DType::kFloat32) {
+      t.grads = grads.as<float>();
+    } else {
+      t.grads16 = grads;
+    }
+    return adam_.update(t, param_copy);
+  }
+  double lr() const override { return adam_.options().lr; }
+  void set_lr(double lr) override { adam_.set_lr(lr); }
+  void set_betas(double beta1, double beta2) override { adam_.set_betas(beta1, beta2); }
+  int64_t step_count() const override { return adam_.step_count(); }
+  void set_step_count(int64_t steps) override { adam_.set_step_count(steps); }
+
+ private:
+  Adam adam_;
+};
+
+class SgdOptimizer final : public Optimizer {
+ public:
+  explicit SgdOptimizer(Sgd sgd) : sgd_(std::move(sgd)) {}
+  std::string_view name() const override { return "sgd"; }
+  std::vector<std::string> state_names() const override {
+    if (sgd_.options().momentum == 0.0) return {};
+    return {"momentum_buffer"};
+  }
+  void begin_step() override { sgd_.begin_step(); }
+  Status update(std::span<float> params, tensor::ConstTensorView grads,
+                std::span<const std::span<float>> states,
+                tensor::TensorView param_copy) const override {
+    const bool momentum = sgd_.options().momentum != 0.0;
+    ZT_RETURN_IF_ERROR(check_state_count("sgd", states, momentum ? 1 : 0));
+    if (grads.dtype != tensor::DType::kFloat32) {
+      return invalid_argument("sgd: grads must be fp32, got " +
+                              std::string(tensor::dtype_name(grads.dtype)));
+    }
+    const std::span<float> buffer = momentum ? states[0] : std::span<float>();
+    ZT_RETURN_IF_ERROR(sgd_.update({params, grads.as<float>(), buffer}));
+    if (param_copy.numel == 0) return ok_status();
+    if (param_copy.dtype == tensor::DType::kFloat32) {
+      return invalid_argument("sgd: param_copy must be fp16 or bf16, not fp32");
+    }
+    return tensor::convert(tensor::make_view(std::span<const float>(params)), param_copy);
+  }
+  double lr() const override { return sgd_.options().lr; }
+  void set_lr(double lr) override { sgd_.set_lr(lr); }
+  int64_t step_count() const override { return sgd_.step_count(); }
+  void set_step_count(int64_t steps) override { sgd_.set_step_count(steps); }
+
+ private:
+  Sgd sgd_;
+};
+
+}  // namespace
+
+StatusOr<std::unique_ptr<Optimizer>> make_optimizer(const OptimizerOptions& options) {
+  if (const auto* adam = std::get_if<AdamOptions>(&options)) {
+    ZT_ASSIGN_OR_RETURN(Adam a, Adam::create(*adam));
+    return std::unique_ptr<Optimizer>(new AdamOptimizer(std::move(a)));
+  }
+  ZT_ASSIGN_OR_RETURN(Sgd s, Sgd::create(std::get<SgdOptions>(options)));
+  return std::unique_ptr<Optimizer>(new SgdOptimizer(std::move(s)));
+}
+
+bool effective_adam_w_mode(std::string_view type, bool adam_w_mode) {
+  return type == "AdamW" || type == "adamw" || adam_w_mode;
+}
+
+}  // namespace zerotrain::optim

@@ -1,0 +1,67 @@
+// Optimizer: the one interface the ZeRO stages and the engine drive, so they
+// never ask which optimizer they hold (STYLE §9.6). It says how many fp32
+// state arrays each parameter element needs (Adam 2, SGD with momentum 1),
+// so a stage can allocate and partition them, and updates one flat tensor
+// (or shard) given those arrays. Adam and Sgd stay usable on their own.
+//
+//   ZT_ASSIGN_OR_RETURN(auto opt, make_optimizer(AdamOptions{.lr = 3e-4}));
+//   std::vector<AlignedBuffer<float>> states;           // opt->state_names().size()
+//   for (int i = 0; i < opt->state_count(); ++i) states.emplace_back(shard_numel);
+//   opt->begin_step();
+//   ZT_RETURN_IF_ERROR(opt->update(master_shard, grads_view, state_spans, bf16_shard));
+//
+// DeepSpeed's "type" -> options: "Adam" and "AdamW" build AdamOptions, with
+// adam_w_mode = effective_adam_w_mode(type, params.adam_w_mode); "SGD"
+// builds SgdOptions.
+//
+// Thread-safety: as Adam / Sgd: update() is const and may run on disjoint
+// shards concurrently after begin_step(); the rest needs one owner.
+#pragma once
+
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+#include "common/status.h"
+#include "optim/adam.h"
+#include "optim/sgd.h"
+#include "tensor/view.h"
+
+namespace zerotrain::optim {
+
+class Optimizer {
+ public:
+  virtual ~Optimizer() = default;
+  virtual std::string_view name() const = 0;  // "adamw", "adam" or "sgd"
+  // Per-element fp32 state arrays, in this order (checkpoint names).
+  virtual std::vector<std::string> state_names() const = 0;
+  int state_count() const { return static_cast<int>(state_names().size()); }
+
+  virtual void begin_step() = 0;
+  // Updates params in place. grads: fp32 (any optimizer) or fp16/bf16
+  // (Adam). states: state_count() spans of params.size(). param_copy:
+  // empty, or fp16/bf16 of params.size() to receive the new weights.
+  virtual Status update(std::span<float> params, tensor::ConstTensorView grads,
+                        std::span<const std::span<float>> states,
+                        tensor::TensorView param_copy = {}) const = 0;
+
+  virtual double lr() const = 0;
+  virtual void set_lr(double lr) = 0;
+  virtual void set_betas(double beta1, double beta2) {}  // no-op without betas
+  virtual int64_t step_count() const = 0;
+  virtual void set_step_count(int64_t steps) = 0;
+};
+
+using OptimizerOptions = std::variant<AdamOptions, SgdOptions>;
+
+// InvalidArgument (naming the field) for invalid options.
+StatusOr<std::unique_ptr<Optimizer>> make_optimizer(const OptimizerOptions& options);
+
+// DeepSpeed: type "AdamW" always decouples; "Adam" decouples unless
+// adam_w_mode is false.
+bool effective_adam_w_mode(std::string_view type, bool adam_w_mode);
+
+}  // namespace zerotrain::optim
