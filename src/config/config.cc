@@ -108,6 +108,9 @@ std::string_view to_string(DType v) { return enum_name(v); }
 std::string_view to_string(OffloadDevice v) { return enum_name(v); }
 std::string_view to_string(OptimizerType v) { return enum_name(v); }
 std::string_view to_string(SchedulerType v) { return enum_name(v); }
+std::string_view to_string(WarmupType v) { return enum_name(v); }
+std::string_view to_string(AllreduceOp v) { return enum_name(v); }
+std::string_view to_string(TagValidation v) { return enum_name(v); }
 
 Status ParseResult::status() const {
   if (errors.empty()) return ok_status();
@@ -122,6 +125,10 @@ ParseResult parse_config_detailed(std::string_view json_text, const TrainerArgs&
   std::optional<Json> doc = parse_json(json_text, &result.errors);
   if (!doc) return result;
   WalkResult walk = walk_document(*doc);
+  if (!doc->is_object()) {  // nothing to resolve; the batch rule would only echo it
+    result.errors = std::move(walk.errors);
+    return result;
+  }
   Resolution r = resolve_config(walk, args);
   // Duplicate-key errors (already in result.errors) first, then document order.
   result.errors.insert(result.errors.end(), walk.errors.begin(), walk.errors.end());

@@ -48,6 +48,9 @@ std::string_view to_string(DType v);
 std::string_view to_string(OffloadDevice v);
 std::string_view to_string(OptimizerType v);
 std::string_view to_string(SchedulerType v);
+std::string_view to_string(WarmupType v);
+std::string_view to_string(AllreduceOp v);
+std::string_view to_string(TagValidation v);
 
 // train_batch_size = train_micro_batch_size_per_gpu × gradient_accumulation_steps × world_size.
 struct BatchConfig {
@@ -192,7 +195,9 @@ struct Config {
 
 // What the trainer knows, for resolving "auto" (as HF's Trainer does). An
 // "auto" whose argument is unset is an error naming both, never a default.
-// A non-auto config value that disagrees with a set argument is an error too.
+// A non-auto config value that disagrees with a set argument is an error too
+// (HF does the same), so a trainer should set only the arguments its user
+// actually gave, not its own fallbacks.
 struct TrainerArgs {
   std::optional<double> lr;
   std::optional<std::array<double, 2>> betas;
@@ -229,6 +234,8 @@ struct ParseResult {
 ParseResult parse_config_detailed(std::string_view json_text, const TrainerArgs& args);
 
 // The config from JSON text (comments allowed, duplicate keys refused).
+// Warnings (old spellings, stage-3 keys below stage 3) are returned in
+// Config::warnings, not logged: the caller decides where they go.
 StatusOr<Config> parse_config(std::string_view json_text, const TrainerArgs& args);
 
 // The config from a file: NotFound / IoError name the path; config

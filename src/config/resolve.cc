@@ -207,7 +207,13 @@ void Resolver::solve_batch() {
   StatusOr<BatchSizes> b =
       solve_batch_sizes(given_value[0], given_value[1], given_value[2], world_size_);
   if (!b.ok()) {
-    error(keys[0], b.status().message());
+    std::string msg = b.status().message();
+    auto tb = walk_.leaves.find(keys[0]);
+    if (tb != walk_.leaves.end() && tb->second.is_auto)
+      msg +=
+          "; train_batch_size \"auto\" is train_micro_batch_size_per_gpu × "
+          "gradient_accumulation_steps × world_size, so give the micro batch";
+    error(keys[0], msg);
     return;
   }
   values_[keys[0]] = b->train_batch_size;
@@ -237,7 +243,8 @@ Config Resolver::build() {
       k.set(c, v);
     } catch (const nlohmann::json::exception& e) {
       // Only reachable for a key whose problem was already reported.
-      ZT_CHECK(!errors_.empty(), "config: value ", v.dump(), " for ", path, ": ", e.what());
+      ZT_CHECK(!errors_.empty() || !walk_.errors.empty(), "config: value ", v.dump(), " for ", path,
+               ": ", e.what());
     }
   }
   c.batch.world_size = world_size_;

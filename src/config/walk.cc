@@ -37,7 +37,8 @@ bool to_double(const Json& v, double* out) {
   }
   if (!v.is_string()) return false;
   const std::string& s = v.get_ref<const std::string&>();
-  if (s.empty() || std::isspace(static_cast<unsigned char>(s.front()))) return false;
+  // Decimal only: strtod alone would also take "0x10", "inf" and leading spaces.
+  if (s.empty() || s.find_first_not_of("0123456789+-.eE") != std::string::npos) return false;
   errno = 0;
   char* end = nullptr;
   double d = std::strtod(s.c_str(), &end);

@@ -114,5 +114,16 @@ TEST(ConfigAuto, EffectiveConfigMarksResolvedKeys) {
                           "zero_optimization.reduce_bucket_size"));
 }
 
+TEST(ConfigEffective, PrintsOnlyTheParametersOfTheChosenTypes) {
+  Config c = parse_ok(R"({"train_batch_size": 8, "zero_force_ds_cpu_optimizer": false,
+      "optimizer": {"type": "SGD", "params": {"lr": 0.1, "momentum": 0.9}}})");
+  nlohmann::json j = nlohmann::json::parse(effective_config_json(c));
+  EXPECT_EQ(j["optimizer"]["params"]["momentum"], 0.9);
+  EXPECT_FALSE(j["optimizer"]["params"].contains("betas"));  // an Adam parameter
+  EXPECT_FALSE(j.contains("scheduler"));                     // none configured
+  EXPECT_EQ(j["zero_force_ds_cpu_optimizer"], false);  // accepted, inert, still printed as given
+  EXPECT_EQ(c.inert_values.at("zero_force_ds_cpu_optimizer"), "false");
+}
+
 }  // namespace
 }  // namespace zerotrain::config

@@ -83,6 +83,13 @@ TEST(BatchTriangle, ConfigUsesTheTrainerWorldSize) {
   EXPECT_THAT(error_at(none, "train_batch_size"), HasSubstr("must be given"));
 }
 
+TEST(BatchTriangle, AutoTrainBatchWithoutMicroSaysWhatToGive) {
+  ParseResult r = parse(R"({"train_batch_size": "auto", "gradient_accumulation_steps": 2})");
+  EXPECT_THAT(error_at(r, "train_batch_size"),
+              HasSubstr("train_batch_size \"auto\" is train_micro_batch_size_per_gpu × "
+                        "gradient_accumulation_steps × world_size, so give the micro batch"));
+}
+
 TEST(BatchTriangle, OverflowIsAnError) {
   StatusOr<BatchSizes> b = solve_batch_sizes(kUnset, int64_t{1} << 40, int64_t{1} << 30, 1024);
   ASSERT_FALSE(b.ok());

@@ -38,6 +38,18 @@ TEST(ConfigErrors, KeyAtTheWrongLevelSaysWhereItBelongs) {
   EXPECT_THAT(error_at(r, "zero_optimization.enabled"), HasSubstr("belongs under fp16"));
 }
 
+TEST(ConfigErrors, UnknownKeyWithNothingCloseListsTheValidKeys) {
+  ParseResult r = parse(R"({"train_batch_size": 8, "bf16": {"speed": "max"}})");
+  EXPECT_EQ(error_at(r, "bf16.speed"),
+            "unknown key 'speed' under bf16 (valid keys: enabled, check_grad_overflow, "
+            "immediate_grad_update, bf16_master_weights_and_grads, bf16_optimizer_states)");
+}
+
+TEST(ConfigErrors, GateOfAnUnsupportedSectionMustBeABoolean) {
+  ParseResult r = parse(R"({"train_batch_size": 8, "wandb": {"enabled": "maybe"}})");
+  EXPECT_EQ(error_at(r, "wandb.enabled"), "expected a boolean (true or false), got \"maybe\"");
+}
+
 TEST(ConfigErrors, MisspelledSectionIsAnErrorNotSilentStageZero) {
   ParseResult r = parse(R"({"train_batch_size": 8, "zero_optimisation": {"stage": 3}})");
   EXPECT_EQ(error_at(r, "zero_optimisation"),

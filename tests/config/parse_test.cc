@@ -23,6 +23,16 @@ TEST(ConfigParse, ScientificAndQuotedNumbersParseToIntegers) {
   EXPECT_EQ(c.batch.train_batch_size, 500);
 }
 
+TEST(ConfigParse, OnlyDecimalNumericStringsAreNumbers) {
+  ParseResult r = parse(R"({"train_batch_size": "0x10", "gradient_clipping": "inf",
+      "steps_per_print": " 10"})");
+  EXPECT_EQ(error_at(r, "train_batch_size"), "expected an integer, got \"0x10\"");
+  EXPECT_EQ(error_at(r, "gradient_clipping"), "expected a number, got \"inf\"");
+  EXPECT_EQ(error_at(r, "steps_per_print"), "expected an integer, got \" 10\"");
+  EXPECT_EQ(parse_ok(R"({"train_batch_size": 8, "gradient_clipping": "0.5"})").gradient_clipping,
+            0.5);
+}
+
 TEST(ConfigParse, IntegerKeyRefusesAFraction) {
   ParseResult r = parse(R"({"train_batch_size": 8, "zero_optimization": {"stage": 1.5}})");
   EXPECT_FALSE(r.config);
@@ -59,6 +69,12 @@ TEST(ConfigParse, CommentsAreAllowedAndDuplicateKeysAreNot) {
       "zero_optimization": {"stage": 1, "stage": 2}})");
   EXPECT_FALSE(r.config);
   EXPECT_EQ(error_at(r, "zero_optimization.stage"), "duplicate key");
+}
+
+TEST(ConfigParse, DocumentMustBeAnObject) {
+  ParseResult r = parse("[1, 2]");
+  ASSERT_EQ(r.errors.size(), 1u);
+  EXPECT_EQ(r.errors[0].to_string(), "a DeepSpeed config must be a JSON object, got [1,2]");
 }
 
 // The position is nlohmann's: the last character of the offending token.
