@@ -1,7 +1,8 @@
 // Threads: matmul called concurrently from several std::threads gives the
-// same results as alone (the thread-safety the header promises), and the
-// ops give the same results at 1 and 3 OpenMP threads (encoder backward
-// bit for bit, as documented; the rest within fp32 rounding).
+// same results as alone (the thread-safety the header promises), the ops
+// give the same results at 1 and 3 OpenMP threads (encoder backward bit
+// for bit, as documented; the rest within fp32 rounding), and repeated
+// runs at a fixed thread count are bit-identical (bit-exact resume needs it).
 #include <gtest/gtest.h>
 #include <omp.h>
 
@@ -105,6 +106,30 @@ TEST(Threading, OpsAgreeAtOneAndThreeThreads) {
   expect_close(r[0].db, r[1].db, "layernorm dbias");
   expect_close(r[0].att_out, r[1].att_out, "attention out");
   expect_close(r[0].dqkv, r[1].dqkv, "attention dqkv");
+}
+
+TEST(Threading, RepeatedRunsAreBitIdentical) {
+  constexpr int B = 2, T = 70, C = 24, NH = 2, OC = 40;
+  auto x = random_floats(B * T * C, 11), w = random_floats(OC * C, 12);
+  auto dy = random_floats(B * T * OC, 13), qkv = random_floats(B * T * 3 * C, 14);
+  auto da = random_floats(B * T * C, 15);
+  auto run = [&] {
+    std::vector<float> y(B * T * OC), dx(B * T * C, 0.0f), dw(OC * C, 0.0f), db(OC, 0.0f);
+    std::vector<float> a(B * T * C), att(B * NH * T * T), dqkv(B * T * 3 * C, 0.0f);
+    EXPECT_TRUE(linear_forward(y.data(), x.data(), w.data(), nullptr, B, T, C, OC).ok());
+    EXPECT_TRUE(
+        linear_backward(dx.data(), dw.data(), db.data(), dy.data(), x.data(), w.data(), B, T, C, OC)
+            .ok());
+    EXPECT_TRUE(attention_forward(a.data(), att.data(), qkv.data(), B, T, C, NH).ok());
+    EXPECT_TRUE(
+        attention_backward(dqkv.data(), da.data(), qkv.data(), att.data(), B, T, C, NH).ok());
+    std::vector<float> all;
+    for (const auto* v : {&y, &dx, &dw, &db, &a, &dqkv})
+      all.insert(all.end(), v->begin(), v->end());
+    return all;
+  };
+  const auto first = run();
+  for (int rep = 0; rep < 3; ++rep) ASSERT_EQ(run(), first) << "run " << rep + 1 << " differs";
 }
 
 }  // namespace
