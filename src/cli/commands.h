@@ -1,0 +1,17 @@
+// The `zerotrain` subcommands. Each add_* registers its flags on the CLI11
+// app and returns a runner that main() calls after parsing; runners return
+// the process exit code. No logic lives here beyond mapping flags onto the
+// layers' option structs.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <functional>
+
+namespace zerotrain::cli {
+
+using Runner = std::function<int()>;
+
+Runner add_run_command(CLI::App& app);
+Runner add_config_command(CLI::App& app);
+
+}  // namespace zerotrain::cli

@@ -1,0 +1,89 @@
+// `zerotrain config check FILE...`: validate ds_config files and print the
+// effective config (defaults filled, "auto" resolved) or every error (exit 2).
+#include <array>
+#include <iostream>
+#include <memory>
+#include <optional>
+
+#include "cli/commands.h"
+#include "config/config.h"
+
+namespace zerotrain::cli {
+namespace {
+
+struct ConfigCheckFlags {
+  std::vector<std::string> files;
+  int64_t world_size = 1;
+  // Trainer arguments "auto" values resolve from, as the Hugging Face
+  // integration resolves them from TrainingArguments.
+  double lr = 0, eps = 0, weight_decay = 0, max_grad_norm = 0;
+  std::vector<double> betas;
+  int64_t warmup_steps = 0, total_steps = 0, micro_batch = 0, grad_accum = 0, hidden_size = 0;
+};
+
+// CLI11 2.1 has no std::optional binding: an option the user did not give
+// stays unset in TrainerArgs.
+template <typename T>
+std::optional<T> given(const CLI::App* app, const char* name, T value) {
+  if (app->count(name) == 0) return std::nullopt;
+  return value;
+}
+
+config::TrainerArgs trainer_args(const CLI::App* check, const ConfigCheckFlags& f) {
+  config::TrainerArgs t;
+  t.world_size = f.world_size;
+  t.lr = given(check, "--lr", f.lr);
+  t.eps = given(check, "--eps", f.eps);
+  if (f.betas.size() == 2) t.betas = std::array<double, 2>{f.betas[0], f.betas[1]};
+  t.weight_decay = given(check, "--weight-decay", f.weight_decay);
+  t.max_grad_norm = given(check, "--max-grad-norm", f.max_grad_norm);
+  t.warmup_steps = given(check, "--warmup-steps", f.warmup_steps);
+  t.total_steps = given(check, "--total-steps", f.total_steps);
+  t.micro_batch_per_gpu = given(check, "--micro-batch", f.micro_batch);
+  t.gradient_accumulation_steps = given(check, "--grad-accum", f.grad_accum);
+  t.hidden_size = given(check, "--hidden-size", f.hidden_size);
+  return t;
+}
+
+int check_files(const CLI::App* check, const ConfigCheckFlags& flags) {
+  const config::TrainerArgs args = trainer_args(check, flags);
+  int exit_code = 0;
+  for (const std::string& path : flags.files) {
+    StatusOr<config::Config> parsed = config::load_config_file(path, args);
+    if (!parsed.ok()) {
+      std::cerr << parsed.status().message() << "\n";
+      exit_code = 2;
+      continue;
+    }
+    if (flags.files.size() > 1) std::cout << "# " << path << "\n";
+    std::cout << config::effective_config_json(*parsed) << "\n";
+  }
+  return exit_code;
+}
+
+}  // namespace
+
+Runner add_config_command(CLI::App& app) {
+  auto flags = std::make_shared<ConfigCheckFlags>();
+  CLI::App* cfg = app.add_subcommand("config", "work with ds_config.json files");
+  cfg->require_subcommand(1);
+  CLI::App* check = cfg->add_subcommand(
+      "check", "validate ds_config files; print the effective config, or the errors (exit 2)");
+  check->add_option("files", flags->files, "ds_config.json files")->required();
+  check->add_option("--world-size,--world_size", flags->world_size,
+                    "data-parallel world size for the batch-size arithmetic")
+      ->capture_default_str();
+  check->add_option("--lr", flags->lr, "learning rate (resolves optimizer.params.lr: auto)");
+  check->add_option("--betas", flags->betas, "Adam betas, two numbers")->expected(2);
+  check->add_option("--eps", flags->eps, "Adam epsilon");
+  check->add_option("--weight-decay", flags->weight_decay, "weight decay");
+  check->add_option("--warmup-steps", flags->warmup_steps, "warmup steps");
+  check->add_option("--total-steps", flags->total_steps, "total training steps");
+  check->add_option("--micro-batch", flags->micro_batch, "micro-batch size per worker");
+  check->add_option("--grad-accum", flags->grad_accum, "gradient accumulation steps");
+  check->add_option("--max-grad-norm", flags->max_grad_norm, "gradient clipping norm");
+  check->add_option("--hidden-size", flags->hidden_size, "model hidden size (bucket-size autos)");
+  return [check, flags]() { return check_files(check, *flags); };
+}
+
+}  // namespace zerotrain::cli

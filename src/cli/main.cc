@@ -1,0 +1,49 @@
+// zerotrain: one binary, DeepSpeed-style subcommands.
+//   zerotrain run --include localhost:1 -- PROG ARGS
+//   zerotrain config check examples/ds_config_zero2.json
+#include <CLI/CLI.hpp>
+#include <iostream>
+#include <algorithm>
+#include <map>
+#include <string_view>
+#include <vector>
+
+#include "cli/commands.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"zerotrain: ZeRO-style distributed training (DeepSpeed-compatible configs and launcher)"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "zerotrain 0.1.0");
+
+  std::map<CLI::App*, zerotrain::cli::Runner> runners;
+  auto add = [&](zerotrain::cli::Runner (*adder)(CLI::App&)) {
+    size_t before = app.get_subcommands({}).size();
+    zerotrain::cli::Runner runner = adder(app);
+    auto subs = app.get_subcommands({});
+    for (size_t i = before; i < subs.size(); ++i) runners[subs[i]] = runner;
+  };
+  add(&zerotrain::cli::add_run_command);
+  add(&zerotrain::cli::add_config_command);
+
+  // `zerotrain run [flags] -- PROG ARGS`: CLI11 treats what follows `--` as
+  // positionals of the top-level app, so drop the first `--` after `run`;
+  // the run subcommand then stops at PROG and keeps everything from there.
+  std::vector<char*> args(argv, argv + argc);
+  if (args.size() > 1 && std::string_view(args[1]) == "run") {
+    auto dashes = std::find_if(args.begin() + 2, args.end(),
+                               [](const char* a) { return std::string_view(a) == "--"; });
+    if (dashes != args.end()) args.erase(dashes);
+  }
+  try {
+    app.parse(static_cast<int>(args.size()), args.data());
+  } catch (const CLI::ParseError& e) {
+    int code = app.exit(e);
+    return code == 0 ? 0 : 2;  // usage errors exit 2, like config errors
+  }
+  for (CLI::App* sub : app.get_subcommands()) {
+    auto it = runners.find(sub);
+    if (it != runners.end()) return it->second();
+  }
+  std::cerr << app.help();
+  return 2;
+}
