@@ -1,173 +1,27 @@
-// Worker supervision: fork/exec into own process groups, a SIGCHLD/SIGINT/
-// SIGTERM/SIGHUP self-pipe, and the stop/escalate state machine. See
-// supervisor.h.
+// Worker supervision: the stop/escalate state machine over spawn_worker()
+// and the SignalPipe. See supervisor.h.
 #include "launch/supervisor.h"
 
-#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
-#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
-#include <cstring>
-#include <set>
 
-extern char** environ;  // inherited by workers; read-only copy, not a variable lookup
+#include "launch/signals.h"
+#include "launch/spawn.h"
 
 namespace zerotrain::launch {
 namespace {
 
 using Clock = std::chrono::steady_clock;
 
-constexpr int kHandledSignals[] = {SIGCHLD, SIGINT, SIGTERM, SIGHUP, SIGPIPE};
-constexpr int kNumHandled = sizeof(kHandledSignals) / sizeof(kHandledSignals[0]);
-
 constexpr int64_t kMaxPollMs = 3600 * 1000;  // poll() takes an int; re-armed each loop
 constexpr double kMaxGraceS = 1e7;           // keeps the deadline arithmetic finite
-
-std::atomic<int> g_signal_write_fd{-1};
-
-void on_signal(int sig) {
-  int saved = errno;
-  unsigned char byte = static_cast<unsigned char>(sig);
-  int fd = g_signal_write_fd.load();
-  if (fd >= 0) (void)!::write(fd, &byte, 1);  // full pipe: a wakeup is already queued
-  errno = saved;
-}
-
-// Installs the self-pipe handlers for its lifetime (SIGPIPE is ignored).
-class SignalPipe {
- public:
-  SignalPipe() {
-    ZT_CHECK(::pipe2(fds_, O_CLOEXEC | O_NONBLOCK) == 0, "pipe2: ", std::strerror(errno));
-    int expected = -1;
-    ZT_CHECK(g_signal_write_fd.compare_exchange_strong(expected, fds_[1]),
-             "only one zerotrain::launch::supervise() may run at a time");
-    for (int i = 0; i < kNumHandled; ++i) {
-      struct sigaction sa = {};
-      sa.sa_handler = kHandledSignals[i] == SIGPIPE ? SIG_IGN : on_signal;
-      sa.sa_flags = SA_RESTART | (kHandledSignals[i] == SIGCHLD ? SA_NOCLDSTOP : 0);
-      sigemptyset(&sa.sa_mask);
-      ::sigaction(kHandledSignals[i], &sa, &old_[i]);
-    }
-  }
-  ~SignalPipe() {
-    for (int i = 0; i < kNumHandled; ++i) ::sigaction(kHandledSignals[i], &old_[i], nullptr);
-    g_signal_write_fd.store(-1);
-    ::close(fds_[0]);
-    ::close(fds_[1]);
-  }
-  SignalPipe(const SignalPipe&) = delete;
-  SignalPipe& operator=(const SignalPipe&) = delete;
-
-  int read_fd() const { return fds_[0]; }
-  // Empties the pipe; returns the launcher signals (not SIGCHLD) in order.
-  std::vector<int> drain() {
-    std::vector<int> signals;
-    unsigned char buf[256];
-    ssize_t n;
-    while ((n = ::read(fds_[0], buf, sizeof buf)) > 0)
-      for (ssize_t i = 0; i < n; ++i)
-        if (buf[i] != SIGCHLD) signals.push_back(buf[i]);
-    return signals;
-  }
-
- private:
-  int fds_[2];
-  struct sigaction old_[kNumHandled];
-};
-
-// argv and envp for execvpe, built before fork (no allocation in the child).
-struct ExecImage {
-  std::vector<std::string> env_strings;
-  std::vector<char*> argv, envp;
-};
-
-ExecImage build_image(const WorkerSpec& w) {
-  ExecImage img;
-  std::set<std::string> overridden;
-  for (const EnvVar& v : w.env) overridden.insert(v.name);
-  for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
-    std::string entry(*e);
-    if (!overridden.count(entry.substr(0, entry.find('=')))) img.env_strings.push_back(entry);
-  }
-  for (const EnvVar& v : w.env) img.env_strings.push_back(v.name + "=" + v.value);
-  for (std::string& s : img.env_strings) img.envp.push_back(s.data());
-  img.envp.push_back(nullptr);
-  for (const std::string& a : w.argv) img.argv.push_back(const_cast<char*>(a.c_str()));
-  img.argv.push_back(nullptr);
-  return img;
-}
-
-[[noreturn]] void exec_child(const ExecImage& img, int stdin_fd, int err_fd, pid_t launcher) {
-  ::setpgid(0, 0);
-  // Our own process group hides the worker from the terminal's signals, so a
-  // launcher killed outright (SIGKILL, OOM) must still take it down.
-  ::prctl(PR_SET_PDEATHSIG, SIGTERM);
-  if (::getppid() != launcher) ::_exit(127);               // the launcher died before prctl
-  for (int sig : kHandledSignals) ::signal(sig, SIG_DFL);  // SIGPIPE's SIG_IGN would survive exec
-  sigset_t none;
-  sigemptyset(&none);
-  ::sigprocmask(SIG_SETMASK, &none, nullptr);
-  if (stdin_fd == STDIN_FILENO)
-    ::fcntl(stdin_fd, F_SETFD, 0);  // dup2 onto itself would keep O_CLOEXEC
-  else
-    ::dup2(stdin_fd, STDIN_FILENO);
-  ::execvpe(img.argv[0], img.argv.data(), img.envp.data());
-  int err = errno;
-  (void)!::write(err_fd, &err, sizeof err);
-  ::_exit(127);
-}
-
-// Starts one worker; a failed exec is reported here (the error pipe is
-// closed by a successful exec, so the read returns 0 then).
-StatusOr<pid_t> spawn(const WorkerSpec& w) {
-  ZT_CHECK(!w.argv.empty(), "worker ", w.rank, " has no argv");
-  ExecImage img = build_image(w);
-  int err_pipe[2], in_pipe[2] = {-1, -1};
-  if (::pipe2(err_pipe, O_CLOEXEC) != 0) return errno_status("pipe2", errno);
-  if (!w.stdin_data.empty() && ::pipe2(in_pipe, O_CLOEXEC) != 0) {
-    int err = errno;
-    ::close(err_pipe[0]);
-    ::close(err_pipe[1]);
-    return errno_status("pipe2", err);
-  }
-  int stdin_fd = in_pipe[0] >= 0 ? in_pipe[0] : ::open("/dev/null", O_RDONLY | O_CLOEXEC);
-  const pid_t launcher = ::getpid();
-  pid_t pid = ::fork();
-  if (pid == 0) exec_child(img, stdin_fd, err_pipe[1], launcher);
-  int fork_errno = errno;
-  ::close(err_pipe[1]);
-  ::close(stdin_fd);
-  if (pid < 0) {
-    ::close(err_pipe[0]);
-    if (in_pipe[1] >= 0) ::close(in_pipe[1]);
-    return errno_status("fork", fork_errno);
-  }
-  ::setpgid(pid, pid);  // also in the child: whichever runs first, signals find the group
-  int exec_errno = 0;
-  ssize_t n;
-  do n = ::read(err_pipe[0], &exec_errno, sizeof exec_errno);
-  while (n < 0 && errno == EINTR);
-  ::close(err_pipe[0]);
-  if (in_pipe[1] >= 0) {
-    if (n == 0) (void)!::write(in_pipe[1], w.stdin_data.data(), w.stdin_data.size());
-    ::close(in_pipe[1]);
-  }
-  if (n > 0) {
-    int status;
-    while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-    }
-    return not_found("cannot run '" + w.argv[0] + "': " + std::strerror(exec_errno));
-  }
-  return pid;
-}
 
 std::string plural_workers(size_t n) {
   return std::to_string(n) + (n == 1 ? " worker" : " workers");
@@ -198,7 +52,7 @@ class Job {
  private:
   Status start_all() {
     for (size_t i = 0; i < workers_.size(); ++i) {
-      StatusOr<pid_t> pid = spawn(workers_[i]);
+      StatusOr<pid_t> pid = spawn_worker(workers_[i]);
       if (!pid.ok()) {
         spawn_failed_rank_ = static_cast<int>(i);
         return pid.status();
@@ -237,7 +91,19 @@ class Job {
     killed_by_signal_ = by_signal;
   }
 
+  // Ctrl-Z: the terminal stops only our process group, so stop the workers
+  // too, then ourselves; `fg`/`bg` (SIGCONT) resumes us and we resume them.
+  void suspend() {
+    signal_running(SIGTSTP);
+    ::kill(::getpid(), SIGSTOP);  // returns once we are continued
+    signal_running(SIGCONT);
+  }
+
   void on_launcher_signal(int sig) {
+    if (sig == SIGTSTP) {
+      if (!stopping_) suspend();  // while stopping, finishing matters more
+      return;
+    }
     if (stopping_) {  // a second Ctrl-C, or one during a stop: do not wait out the grace
       if (!killed_) escalate(/*by_signal=*/true);
       return;
@@ -346,44 +212,6 @@ class Job {
 };
 
 }  // namespace
-
-std::string signal_name(int sig) {
-  switch (sig) {
-    case SIGHUP:
-      return "SIGHUP";
-    case SIGINT:
-      return "SIGINT";
-    case SIGQUIT:
-      return "SIGQUIT";
-    case SIGILL:
-      return "SIGILL";
-    case SIGTRAP:
-      return "SIGTRAP";
-    case SIGABRT:
-      return "SIGABRT";
-    case SIGBUS:
-      return "SIGBUS";
-    case SIGFPE:
-      return "SIGFPE";
-    case SIGKILL:
-      return "SIGKILL";
-    case SIGUSR1:
-      return "SIGUSR1";
-    case SIGSEGV:
-      return "SIGSEGV";
-    case SIGUSR2:
-      return "SIGUSR2";
-    case SIGPIPE:
-      return "SIGPIPE";
-    case SIGALRM:
-      return "SIGALRM";
-    case SIGTERM:
-      return "SIGTERM";
-    case SIGXCPU:
-      return "SIGXCPU";
-  }
-  return "signal " + std::to_string(sig);
-}
 
 int supervise(const std::vector<WorkerSpec>& workers, const SupervisorOptions& options) {
   if (workers.empty()) return 0;

@@ -16,6 +16,9 @@
 //  * SIGINT, SIGTERM or SIGHUP to the launcher is forwarded to every worker's
 //    process group, with the same SIGKILL-after-grace escalation (a second
 //    signal escalates at once); the result is 128 + that signal.
+//  * SIGTSTP (Ctrl-Z) to the launcher is forwarded to the workers, then the
+//    launcher stops itself; when it is continued (fg/bg) it sends SIGCONT to
+//    the workers. (The terminal's job control sees only the launcher.)
 //  * A program that cannot be executed (missing, not executable) is reported
 //    at once ("cannot run 'x': No such file or directory") with result 127;
 //    workers already started are stopped.
@@ -34,7 +37,7 @@
 //    DeepSpeed's pdsh runner, nothing kills it on the remote host directly.
 //
 // Thread-safety: installs process-wide handlers for SIGCHLD, SIGINT, SIGTERM,
-// SIGHUP and ignores SIGPIPE while it runs (restored on return). Only one
+// SIGHUP, SIGTSTP and ignores SIGPIPE while it runs (restored on return). Only one
 // supervise() may run in a process at a time (checked).
 #pragma once
 
@@ -49,8 +52,5 @@ struct SupervisorOptions {
 };
 
 int supervise(const std::vector<WorkerSpec>& workers, const SupervisorOptions& options);
-
-// "SIGKILL" for 9; "signal 64" style fallback for unnamed ones.
-std::string signal_name(int sig);
 
 }  // namespace zerotrain::launch

@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "launch/launcher.h"
+#include "launch/signals.h"
 
 namespace zerotrain::launch {
 namespace {
@@ -87,6 +88,24 @@ bool process_ends(pid_t pid, double timeout_s) {
     if (paren != std::string::npos && paren + 2 < line.size() && line[paren + 2] == 'Z')
       return true;
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return false;
+}
+
+// The state letter of /proc/PID/stat ('S', 'T', ...), or 0 when unreadable.
+char process_state(pid_t pid) {
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string line;
+  if (!std::getline(stat, line)) return 0;
+  size_t paren = line.rfind(')');
+  return paren != std::string::npos && paren + 2 < line.size() ? line[paren + 2] : 0;
+}
+
+bool reaches_state(pid_t pid, bool stopped, double timeout_s) {
+  auto start = Clock::now();
+  while (seconds_since(start) < timeout_s) {
+    if ((process_state(pid) == 'T') == stopped) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
   return false;
 }
@@ -284,6 +303,24 @@ TEST_F(Spawn, WorkersDieWhenTheLauncherIsKilledOutright) {
     ASSERT_GT(worker, 0);
     EXPECT_TRUE(process_ends(worker, 2.0)) << "worker " << r << " outlived its launcher";
   }
+}
+
+TEST_F(Spawn, CtrlZStopsTheWorkersWithTheLauncherAndContinueResumesThem) {
+  LaunchOptions opt = options(2, "echo $$ > \"$0/pid.$RANK\"; exec sleep 30");
+  pid_t launcher = fork_launcher(opt);
+  ASSERT_GE(launcher, 0);
+  for (int r = 0; r < 2; ++r) ASSERT_TRUE(wait_for_file("pid." + std::to_string(r), 5.0));
+  pid_t workers[2] = {read_pid(dir_ + "/pid.0"), read_pid(dir_ + "/pid.1")};
+  ASSERT_EQ(::kill(launcher, SIGTSTP), 0);
+  EXPECT_TRUE(reaches_state(launcher, /*stopped=*/true, 2.0));
+  for (pid_t w : workers) EXPECT_TRUE(reaches_state(w, /*stopped=*/true, 2.0)) << w;
+  ASSERT_EQ(::kill(launcher, SIGCONT), 0);
+  EXPECT_TRUE(reaches_state(launcher, /*stopped=*/false, 2.0));
+  for (pid_t w : workers) EXPECT_TRUE(reaches_state(w, /*stopped=*/false, 2.0)) << w;
+  ASSERT_EQ(::kill(launcher, SIGTERM), 0);  // the job still works: it stops cleanly
+  EXPECT_EQ(wait_exit_code(launcher), 128 + SIGTERM);
+  EXPECT_NE(read("launcher.err").find("received SIGTERM; stopped 2 workers"), std::string::npos)
+      << read("launcher.err");
 }
 
 TEST_F(Spawn, UnrunnableProgramIsAClearErrorNotAHang) {
