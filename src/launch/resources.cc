@@ -250,7 +250,7 @@ StatusOr<std::vector<NodeSlots>> apply_counts(const HostFacts& facts, const Pool
       n.slots.clear();
       for (int s = 0; s < args.num_gpus; ++s) n.slots.push_back(s);
       if (facts.local_cpu_count > 0 && args.num_gpus > facts.local_cpu_count)
-        notes.push_back("--num_gpus " + std::to_string(args.num_gpus) + " starts " +
+        notes.push_back("warning: --num_gpus " + std::to_string(args.num_gpus) + " starts " +
                         std::to_string(args.num_gpus) + " CPU workers on a host with " +
                         std::to_string(facts.local_cpu_count) + " cores");
     } else if (args.num_gpus > 0) {
