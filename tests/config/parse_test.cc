@@ -139,6 +139,17 @@ TEST(ConfigParse, OldSpellingsAreAcceptedWithAWarning) {
   EXPECT_EQ(r.warnings[0].message, "deprecated spelling of 'bf16'; write that instead");
 }
 
+TEST(ConfigParse, PreOffloadSectionSpellingsMapToTheOffloadSections) {
+  ParseResult r = parse(R"({"train_batch_size": 8, "zero_optimization": {"stage": 3,
+      "cpu_offload": true, "cpu_offload_param": true, "cpu_offload_use_pin_memory": false}})");
+  ASSERT_TRUE(r.config) << r.status().to_string();
+  EXPECT_EQ(r.config->zero.offload_optimizer.device, OffloadDevice::kCpu);
+  EXPECT_EQ(r.config->zero.offload_param.device, OffloadDevice::kCpu);
+  EXPECT_FALSE(r.config->zero.offload_optimizer.pin_memory);
+  EXPECT_FALSE(r.config->zero.offload_param.pin_memory);
+  EXPECT_EQ(r.warnings.size(), 3u);
+}
+
 TEST(ConfigParse, OldAndNewSpellingTogetherIsAnError) {
   ParseResult r = parse(R"({"train_batch_size": 8, "zero_optimization": {"stage": 3,
       "stage3_gather_fp16_weights_on_model_save": true,
@@ -190,6 +201,13 @@ TEST(ConfigParse, LoadConfigFileNamesThePath) {
   EXPECT_THAT(missing.status().message(), HasSubstr("/nonexistent/ds.json"));
   StatusOr<Config> dir = load_config_file(ZT_EXAMPLES_DIR, {});
   EXPECT_EQ(dir.status().code(), StatusCode::kIoError);
+  // Config problems: InvalidArgument prefixed with the path. The auto
+  // example without trainer arguments cannot resolve its autos.
+  const std::string zero2 = std::string(ZT_EXAMPLES_DIR) + "/ds_config_zero2.json";
+  StatusOr<Config> autos = load_config_file(zero2, {});
+  EXPECT_EQ(autos.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_THAT(autos.status().message(),
+              ::testing::StartsWith(zero2 + ": invalid DeepSpeed config"));
 }
 
 }  // namespace
