@@ -104,6 +104,19 @@ void BM_AttentionBackward(benchmark::State& state) {
 }
 BENCHMARK(BM_AttentionBackward)->Unit(benchmark::kMillisecond);
 
+void BM_AttentionLseForwardBackward(benchmark::State& state) {
+  const int64_t B = 4;
+  auto qkv = randn(B * kT * 3 * kC, 4), dout = randn(B * kT * kC, 5);
+  std::vector<float> out(B * kT * kC), lse(B * kNH * kT), dqkv(qkv.size());
+  for (auto _ : state) {
+    check(kc::attention_forward_lse(out.data(), lse.data(), qkv.data(), B, kT, kC, kNH), state);
+    check(kc::attention_backward_lse(dqkv.data(), dout.data(), qkv.data(), lse.data(), B, kT, kC,
+                                     kNH),
+          state);
+  }
+}
+BENCHMARK(BM_AttentionLseForwardBackward)->Unit(benchmark::kMillisecond);
+
 void BM_LayerNorm(benchmark::State& state) {
   const int64_t B = 4;
   auto x = randn(B * kT * kC, 6), w = randn(kC, 7), b = randn(kC, 8), g = randn(x.size(), 9);

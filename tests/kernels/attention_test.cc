@@ -1,9 +1,11 @@
 // Causal self-attention: forward against the double reference, backward
 // against double central differences (B=2, T=5, C=12, NH=3; and T=70 across
-// two query-row blocks), the saved att
-// is a causal row-stochastic matrix, future tokens do not change earlier
-// outputs, and a C that NH does not divide is rejected.
+// two query-row blocks), the lse-keeping pair against the att-keeping one,
+// the saved att is a causal row-stochastic matrix, future tokens do not
+// change earlier outputs, and a C that NH does not divide is rejected.
 #include <gtest/gtest.h>
+
+#include <cmath>
 
 #include "kernels/cpu/ops.h"
 #include "kernels/reference.h"
@@ -76,6 +78,50 @@ TEST(Attention, LongSequenceAcrossRowBlocksMatchesReferenceAndDifferences) {
       attention_backward(dqkv.data(), g.data(), qkv.data(), r.att.data(), B, T, C, NH).ok());
   expect_gradient_near([&](const Vec& x) { return dot(g, ref::attention(x, B, T, C, NH)); },
                        to_double(qkv), dqkv, "dqkv");
+}
+
+// lse[b,h,t] = log Σ_{j<=t} exp(q_t·k_j/√hs), in double.
+Vec reference_lse(const std::vector<float>& qkv, int B, int T, int C, int NH) {
+  const int hs = C / NH;
+  Vec lse(B * NH * T);
+  for (int b = 0; b < B; ++b)
+    for (int h = 0; h < NH; ++h)
+      for (int t = 0; t < T; ++t) {
+        double sum = 0;
+        for (int j = 0; j <= t; ++j) {
+          double s = 0;
+          for (int i = 0; i < hs; ++i)
+            s += double(qkv[(b * T + t) * 3 * C + h * hs + i]) *
+                 qkv[(b * T + j) * 3 * C + C + h * hs + i];
+          sum += std::exp(s / std::sqrt(double(hs)));
+        }
+        lse[(b * NH + h) * T + t] = std::log(sum);
+      }
+  return lse;
+}
+
+// The memory-lean pair keeps lse instead of att: same forward output (bit
+// for bit: same GEMMs and softmax), lse as defined, and a backward that
+// matches finite differences and the att-keeping backward.
+TEST(Attention, LsePairMatchesAttPairAndFiniteDifferences) {
+  constexpr int B = 2, T = 70, C = 8, NH = 2;
+  auto qkv = random_floats(B * T * 3 * C, 10);
+  AttnRun r = forward(qkv, B, T, C, NH);
+  std::vector<float> out(B * T * C), lse(B * NH * T);
+  ASSERT_TRUE(attention_forward_lse(out.data(), lse.data(), qkv.data(), B, T, C, NH).ok());
+  EXPECT_EQ(out, r.out);
+  expect_all_near(lse, reference_lse(qkv, B, T, C, NH), 1e-5, "lse");
+  auto g = random_floats(B * T * C, 11);
+  std::vector<float> d_lse(B * T * 3 * C, 0.0f), d_att(B * T * 3 * C, 0.0f);
+  ASSERT_TRUE(
+      attention_backward_lse(d_lse.data(), g.data(), qkv.data(), lse.data(), B, T, C, NH).ok());
+  ASSERT_TRUE(
+      attention_backward(d_att.data(), g.data(), qkv.data(), r.att.data(), B, T, C, NH).ok());
+  for (size_t i = 0; i < d_lse.size(); ++i) {
+    ASSERT_NEAR(d_lse[i], d_att[i], 1e-5 * (1 + std::fabs(d_att[i]))) << i;
+  }
+  expect_gradient_near([&](const Vec& x) { return dot(g, ref::attention(x, B, T, C, NH)); },
+                       to_double(qkv), d_lse, "dqkv (lse)");
 }
 
 TEST(Attention, SingleHeadAndSingleTokenEdgeShapes) {

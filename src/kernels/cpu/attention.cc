@@ -15,13 +15,14 @@ namespace {
 
 struct Dims {
   int64_t B, T, C, NH, hs;
+  float scale;  // 1/sqrt(hs)
   int64_t btc() const { return B * T * C; }
 };
 
 // Rows t0 .. t0+rows-1 of one head's scores (row stride ld): softmax over
-// j <= t, zero for t < j < width.
+// j <= t, zero for t < j < width; lse[i] = log Σ_j exp(score) when lse.
 ZT_SIMD_CLONES void causal_softmax_rows(float* att, int64_t ld, int64_t t0, int64_t rows,
-                                        int64_t width) {
+                                        int64_t width, float* lse) {
   for (int64_t i = 0; i < rows; ++i) {
     const int64_t t = t0 + i;
     float* row = att + i * ld;
@@ -37,6 +38,21 @@ ZT_SIMD_CLONES void causal_softmax_rows(float* att, int64_t ld, int64_t t0, int6
     const float inv = 1.0f / sum;
 #pragma omp simd
     for (int64_t j = 0; j <= t; ++j) row[j] *= inv;
+    for (int64_t j = t + 1; j < width; ++j) row[j] = 0.0f;
+    if (lse) lse[i] = maxv + std::log(sum);
+  }
+}
+
+// Recomputes softmax rows from scores and the saved lse: p = exp(s - lse)
+// for j <= t, zero for t < j < width.
+ZT_SIMD_CLONES void causal_exp_rows(float* p, int64_t ld, int64_t t0, int64_t rows, int64_t width,
+                                    const float* lse) {
+  for (int64_t i = 0; i < rows; ++i) {
+    const int64_t t = t0 + i;
+    float* row = p + i * ld;
+    const float l = lse[i];
+#pragma omp simd
+    for (int64_t j = 0; j <= t; ++j) row[j] = fast_exp(row[j] - l);
     for (int64_t j = t + 1; j < width; ++j) row[j] = 0.0f;
   }
 }
@@ -81,110 +97,133 @@ StatusOr<Dims> make_dims(int64_t B, int64_t T, int64_t C, int64_t NH) {
   if (NH <= 0 || C % NH != 0) {
     return invalid_argument(detail::concat("attention: C=", C, " is not a multiple of NH=", NH));
   }
-  return Dims{B, T, C, NH, C / NH};
+  return Dims{B, T, C, NH, C / NH, 1.0f / std::sqrt(static_cast<float>(C / NH))};
 }
 
 // Query rows per block: block r0.. only needs keys 0 .. r0+rows-1, so
 // the masked triangle is skipped (about 0.6x the full GEMM work at T=256).
 constexpr int64_t kRowBlock = 64;
 
-// One head: att rows = softmax_causal(scale·q·kᵀ), y = att·v, by row blocks.
-Status head_forward(float* y, float* att, const float* q, const Dims& d) {
-  const int64_t T = d.T, C = d.C, hs = d.hs;
-  const float* k = q + C;
-  const float* v = q + 2 * C;
-  const float scale = 1.0f / std::sqrt(static_cast<float>(hs));
+// C (+)= alpha · op(A) · op(B) with the given leading dimensions.
+MatmulDesc gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, float beta,
+                int64_t lda, int64_t ldb, int64_t ldc) {
+  return MatmulDesc{.m = m,
+                    .n = n,
+                    .k = k,
+                    .trans_a = ta,
+                    .trans_b = tb,
+                    .alpha = alpha,
+                    .beta = beta,
+                    .lda = lda,
+                    .ldb = ldb,
+                    .ldc = ldc};
+}
+
+// A per-thread work area of at least `floats` floats, reused across calls.
+float* thread_work(int64_t floats) {
+  thread_local std::vector<float> work;
+  if (work.size() < static_cast<size_t>(floats)) work.resize(floats);
+  return work.data();
+}
+
+// s[rows, cols] (ld T) = scale · q[r0 .. r0+rows) · k[0 .. cols)ᵀ for one head.
+Status block_scores(float* s, const float* q, int64_t r0, int64_t rows, const Dims& d) {
+  const int64_t ld = 3 * d.C;
+  return matmul(gemm(false, true, rows, r0 + rows, d.hs, d.scale, 0.0f, ld, ld, d.T), q + r0 * ld,
+                q + d.C, nullptr, s);
+}
+
+// One head by row blocks: att = softmax_causal(scale·q·kᵀ), y = att·v.
+// att rows go to `att` ([T,T], kept) or to the reused `work` block; lse
+// ([T]) receives the per-row log-sum-exp when not null.
+Status head_forward(float* y, float* att, float* lse, const float* q, float* work, const Dims& d) {
+  const int64_t T = d.T, C = d.C;
   for (int64_t r0 = 0; r0 < T; r0 += kRowBlock) {
     const int64_t rows = std::min(kRowBlock, T - r0), cols = r0 + rows;
-    float* a = att + r0 * T;
-    ZT_RETURN_IF_ERROR(matmul(MatmulDesc{.m = rows,
-                                         .n = cols,
-                                         .k = hs,
-                                         .trans_b = true,
-                                         .alpha = scale,
-                                         .lda = 3 * C,
-                                         .ldb = 3 * C,
-                                         .ldc = T},
-                              q + r0 * 3 * C, k, nullptr, a));
-    causal_softmax_rows(a, T, r0, rows, T);
-    ZT_RETURN_IF_ERROR(
-        matmul(MatmulDesc{.m = rows, .n = hs, .k = cols, .lda = T, .ldb = 3 * C, .ldc = C}, a, v,
-               nullptr, y + r0 * C));
+    float* a = att ? att + r0 * T : work;
+    ZT_RETURN_IF_ERROR(block_scores(a, q, r0, rows, d));
+    causal_softmax_rows(a, T, r0, rows, att ? T : cols, lse ? lse + r0 : nullptr);
+    ZT_RETURN_IF_ERROR(matmul(gemm(false, false, rows, d.hs, cols, 1.0f, 0.0f, T, 3 * C, C), a,
+                              q + 2 * C, nullptr, y + r0 * C));
   }
   return ok_status();
 }
 
-// One head's backward by row blocks; g is a [kRowBlock, T] work block.
-// dq, dk, dv (+=) and q, k, v are column blocks of dqkv / qkv (ld 3C).
-Status head_backward(float* dq, const float* dy, const float* q, const float* att, float* g,
-                     const Dims& d) {
+// One head's backward by row blocks. dq, dk, dv (+=) and q, k, v are column
+// blocks of dqkv / qkv (ld 3C). att rows come from the kept `att` or, when
+// it is null, are recomputed from lse into work_p; work_g holds datt.
+Status head_backward(float* dq, const float* dy, const float* q, const float* att, const float* lse,
+                     float* work_p, float* work_g, const Dims& d) {
   const int64_t T = d.T, C = d.C, hs = d.hs, ld = 3 * C;
-  const float scale = 1.0f / std::sqrt(static_cast<float>(hs));
+  float* g = work_g;
   for (int64_t r0 = 0; r0 < T; r0 += kRowBlock) {
     const int64_t rows = std::min(kRowBlock, T - r0), cols = r0 + rows;
-    const float* a = att + r0 * T;
-    // datt = dy·vᵀ; dv += attᵀ·dy.
-    ZT_RETURN_IF_ERROR(matmul(
-        MatmulDesc{.m = rows, .n = cols, .k = hs, .trans_b = true, .lda = C, .ldb = ld, .ldc = T},
-        dy + r0 * C, q + 2 * C, nullptr, g));
-    ZT_RETURN_IF_ERROR(matmul(MatmulDesc{.m = cols,
-                                         .n = hs,
-                                         .k = rows,
-                                         .trans_a = true,
-                                         .beta = 1.0f,
-                                         .lda = T,
-                                         .ldb = C,
-                                         .ldc = ld},
-                              a, dy + r0 * C, nullptr, dq + 2 * C));
+    const float* a = att ? att + r0 * T : work_p;
+    if (!att) {
+      ZT_RETURN_IF_ERROR(block_scores(work_p, q, r0, rows, d));
+      causal_exp_rows(work_p, T, r0, rows, cols, lse + r0);
+    }
+    // datt = dy·vᵀ; dv += attᵀ·dy; dpreatt = softmax'(datt).
+    ZT_RETURN_IF_ERROR(matmul(gemm(false, true, rows, cols, hs, 1.0f, 0.0f, C, ld, T), dy + r0 * C,
+                              q + 2 * C, nullptr, g));
+    ZT_RETURN_IF_ERROR(matmul(gemm(true, false, cols, hs, rows, 1.0f, 1.0f, T, C, ld), a,
+                              dy + r0 * C, nullptr, dq + 2 * C));
     causal_softmax_backward_rows(g, T, a, T, r0, rows, cols);
     // dq += scale·dpreatt·k; dk += scale·dpreattᵀ·q.
-    ZT_RETURN_IF_ERROR(matmul(MatmulDesc{.m = rows,
-                                         .n = hs,
-                                         .k = cols,
-                                         .alpha = scale,
-                                         .beta = 1.0f,
-                                         .lda = T,
-                                         .ldb = ld,
-                                         .ldc = ld},
-                              g, q + C, nullptr, dq + r0 * ld));
-    ZT_RETURN_IF_ERROR(matmul(MatmulDesc{.m = cols,
-                                         .n = hs,
-                                         .k = rows,
-                                         .trans_a = true,
-                                         .alpha = scale,
-                                         .beta = 1.0f,
-                                         .lda = T,
-                                         .ldb = ld,
-                                         .ldc = ld},
-                              g, q + r0 * ld, nullptr, dq + C));
+    ZT_RETURN_IF_ERROR(matmul(gemm(false, false, rows, hs, cols, d.scale, 1.0f, T, ld, ld), g,
+                              q + C, nullptr, dq + r0 * ld));
+    ZT_RETURN_IF_ERROR(matmul(gemm(true, false, cols, hs, rows, d.scale, 1.0f, T, ld, ld), g,
+                              q + r0 * ld, nullptr, dq + C));
   }
   return ok_status();
+}
+
+// Forward of every head; att or lse (one of them) is kept.
+Status forward_all(float* out, float* att, float* lse, const float* qkv, int64_t B, int64_t T,
+                   int64_t C, int64_t NH) {
+  ZT_ASSIGN_OR_RETURN(Dims d, make_dims(B, T, C, NH));
+  if (d.btc() == 0) return ok_status();
+  return for_each_head(B * NH, [&](int64_t bh) -> Status {
+    const int64_t b = bh / NH, h = bh % NH;
+    float* work = att ? nullptr : thread_work(kRowBlock * T);
+    return head_forward(out + b * T * C + h * d.hs, att ? att + bh * T * T : nullptr,
+                        lse ? lse + bh * T : nullptr, qkv + b * T * 3 * C + h * d.hs, work, d);
+  });
+}
+
+Status backward_all(float* dqkv, const float* dout, const float* qkv, const float* att,
+                    const float* lse, int64_t B, int64_t T, int64_t C, int64_t NH) {
+  ZT_ASSIGN_OR_RETURN(Dims d, make_dims(B, T, C, NH));
+  if (d.btc() == 0) return ok_status();
+  return for_each_head(B * NH, [&](int64_t bh) -> Status {
+    const int64_t b = bh / NH, h = bh % NH, off = b * T * 3 * C + h * d.hs;
+    float* work = thread_work(2 * kRowBlock * T);
+    return head_backward(dqkv + off, dout + b * T * C + h * d.hs, qkv + off,
+                         att ? att + bh * T * T : nullptr, lse ? lse + bh * T : nullptr, work,
+                         work + kRowBlock * T, d);
+  });
 }
 
 }  // namespace
 
 Status attention_forward(float* out, float* att, const float* qkv, int64_t B, int64_t T, int64_t C,
                          int64_t NH) {
-  ZT_ASSIGN_OR_RETURN(Dims d, make_dims(B, T, C, NH));
-  if (d.btc() == 0) return ok_status();
-  return for_each_head(B * NH, [&](int64_t bh) -> Status {
-    const int64_t b = bh / NH, h = bh % NH;
-    return head_forward(out + b * T * C + h * d.hs, att + bh * T * T,
-                        qkv + b * T * 3 * C + h * d.hs, d);
-  });
+  return forward_all(out, att, nullptr, qkv, B, T, C, NH);
 }
 
 Status attention_backward(float* dqkv, const float* dout, const float* qkv, const float* att,
                           int64_t B, int64_t T, int64_t C, int64_t NH) {
-  ZT_ASSIGN_OR_RETURN(Dims d, make_dims(B, T, C, NH));
-  if (d.btc() == 0) return ok_status();
-  return for_each_head(B * NH, [&](int64_t bh) -> Status {
-    const int64_t b = bh / NH, h = bh % NH, off = b * T * 3 * C + h * d.hs;
-    thread_local std::vector<float> work;  // [kRowBlock, T] per thread, reused
-    if (work.size() < static_cast<size_t>(kRowBlock * T)) work.resize(kRowBlock * T);
-    return head_backward(dqkv + off, dout + b * T * C + h * d.hs, qkv + off, att + bh * T * T,
-                         work.data(), d);
-  });
+  return backward_all(dqkv, dout, qkv, att, nullptr, B, T, C, NH);
+}
+
+Status attention_forward_lse(float* out, float* lse, const float* qkv, int64_t B, int64_t T,
+                             int64_t C, int64_t NH) {
+  return forward_all(out, nullptr, lse, qkv, B, T, C, NH);
+}
+
+Status attention_backward_lse(float* dqkv, const float* dout, const float* qkv, const float* lse,
+                              int64_t B, int64_t T, int64_t C, int64_t NH) {
+  return backward_all(dqkv, dout, qkv, nullptr, lse, B, T, C, NH);
 }
 
 }  // namespace zerotrain::kernels::cpu
