@@ -28,7 +28,7 @@ ZT_SIMD_CLONES void causal_softmax_rows(float* att, int64_t ld, int64_t t0, int6
     float* row = att + i * ld;
     float maxv = row[0];
 #pragma omp simd reduction(max : maxv)
-    for (int64_t j = 0; j <= t; ++j) maxv = std::max(maxv, row[j]);
+    for (int64_t j = 0; j <= t; ++j) maxv = row[j] > maxv ? row[j] : maxv;
     float sum = 0.0f;
 #pragma omp simd reduction(+ : sum)
     for (int64_t j = 0; j <= t; ++j) {

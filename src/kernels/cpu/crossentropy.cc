@@ -27,7 +27,7 @@ Status check_targets(const int32_t* targets, int64_t B, int64_t T, int64_t V, in
 ZT_SIMD_CLONES float row_logsumexp(const float* row, int64_t V) {
   float maxv = -INFINITY;
 #pragma omp simd reduction(max : maxv)
-  for (int64_t v = 0; v < V; ++v) maxv = std::max(maxv, row[v]);
+  for (int64_t v = 0; v < V; ++v) maxv = row[v] > maxv ? row[v] : maxv;
   float sum = 0.0f;
 #pragma omp simd reduction(+ : sum)
   for (int64_t v = 0; v < V; ++v) sum += fast_exp(row[v] - maxv);
