@@ -13,9 +13,9 @@
 namespace zerotrain::comm {
 namespace {
 
-using testing::allreduce_received;
-using testing::allreduce_sent;
-using testing::run_ranks;
+using testutil::allreduce_received;
+using testutil::allreduce_sent;
+using testutil::run_ranks;
 
 const size_t kCounts[] = {0, 1, 7, 13, 1 << 20};
 

@@ -13,7 +13,7 @@ namespace zerotrain::comm {
 namespace {
 
 using std::chrono::milliseconds;
-using testing::rank_options;
+using testutil::rank_options;
 using Clock = std::chrono::steady_clock;
 
 bool contains(const Status& st, const std::string& text) {

@@ -16,7 +16,7 @@
 #include "comm/gloo_communicator.h"
 #include "comm/tcp_store.h"
 
-namespace zerotrain::comm::testing {
+namespace zerotrain::comm::testutil {
 
 inline CommOptions rank_options(int rank, int n, int port, std::chrono::milliseconds timeout) {
   CommOptions o;
@@ -59,4 +59,4 @@ inline uint64_t allreduce_received(size_t count, size_t es, int n, int r) {
          (2 * count - ring_chunk(count, n, (r + n - 1) % n).count - ring_chunk(count, n, r).count);
 }
 
-}  // namespace zerotrain::comm::testing
+}  // namespace zerotrain::comm::testutil
