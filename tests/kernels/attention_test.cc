@@ -157,6 +157,19 @@ TEST(Attention, FutureTokensDoNotChangeEarlierOutputs) {
   }
 }
 
+// A NaN in token 2's key reaches every output at t >= 2 of that batch and
+// head, none before it.
+TEST(Attention, NanKeyPropagatesForwardInTimeOnly) {
+  constexpr int B = 1, T = 6, C = 8, NH = 2;
+  auto qkv = random_floats(B * T * 3 * C, 12);
+  qkv[2 * 3 * C + C + 1] = std::nanf("");  // t=2, k, head 0
+  AttnRun r = forward(qkv, B, T, C, NH);
+  for (int t = 0; t < T; ++t) {
+    EXPECT_EQ(std::isnan(r.out[t * C + 0]), t >= 2) << "head 0, t=" << t;
+    EXPECT_FALSE(std::isnan(r.out[t * C + 4])) << "head 1, t=" << t;
+  }
+}
+
 TEST(Attention, ChannelsNotDivisibleByHeadsIsInvalidArgument) {
   std::vector<float> buf(1000);
   Status s = attention_forward(buf.data(), buf.data(), buf.data(), 1, 2, 10, 3);

@@ -1,7 +1,7 @@
 // Fused softmax + cross-entropy: losses against the double reference,
 // dlogits against double central differences (B=2, T=5, V=17, Vp=20 padded),
 // ignored targets, padding columns, in-place dlogits, the fused call equal
-// to the two-call path, and the target-range error.
+// to the two-call path, NaN propagation, and the target-range error.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -75,6 +75,22 @@ TEST(CrossEntropy, InPlaceAndFusedAgreeWithTwoCalls) {
                   .ok());
   EXPECT_EQ(fused, dlogits);
   EXPECT_EQ(fused_losses, losses);
+}
+
+// A NaN logit must surface in that row's loss and gradient (overflow checks
+// downstream rely on it), and leave the other rows finite.
+TEST(CrossEntropy, NanLogitPropagatesToItsRowOnly) {
+  auto logits = random_floats(B * T * Vp, 4);
+  logits[3 * Vp + 6] = std::nanf("");
+  const auto tg = targets();
+  std::vector<float> losses(B * T), dlogits(B * T * Vp);
+  ASSERT_TRUE(crossentropy_forward_backward(losses.data(), dlogits.data(), logits.data(), tg.data(),
+                                            1.0f, B, T, V, Vp)
+                  .ok());
+  for (int r = 0; r < B * T; ++r) {
+    EXPECT_EQ(std::isnan(losses[r]), r == 3) << "row " << r;
+    EXPECT_EQ(std::isnan(dlogits[r * Vp]), r == 3) << "row " << r;
+  }
 }
 
 TEST(CrossEntropy, TargetOutOfRangeNamesPosition) {
