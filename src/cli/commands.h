@@ -11,6 +11,9 @@ namespace zerotrain::cli {
 
 using Runner = std::function<int()>;
 
+// Stands in for the first `--` after `run` while CLI11 parses (see main.cc).
+inline constexpr const char* kDashDashMarker = "\x01zerotrain--";
+
 Runner add_run_command(CLI::App& app);
 Runner add_config_command(CLI::App& app);
 

@@ -25,14 +25,16 @@ int main(int argc, char** argv) {
   add(&zerotrain::cli::add_run_command);
   add(&zerotrain::cli::add_config_command);
 
-  // `zerotrain run [flags] -- PROG ARGS`: CLI11 treats what follows `--` as
-  // positionals of the top-level app, so drop the first `--` after `run`;
-  // the run subcommand then stops at PROG and keeps everything from there.
+  // `zerotrain run [flags] -- PROG ARGS`: CLI11 hands what follows `--` to the
+  // top-level app, which rejects it. Swap the first `--` after `run` for a
+  // marker the run subcommand stops at; run_command.cc drops it again (or
+  // turns it back into `--` when it came after PROG, as in `run prog -- x`).
   std::vector<char*> args(argv, argv + argc);
+  std::string marker(zerotrain::cli::kDashDashMarker);
   if (args.size() > 1 && std::string_view(args[1]) == "run") {
     auto dashes = std::find_if(args.begin() + 2, args.end(),
                                [](const char* a) { return std::string_view(a) == "--"; });
-    if (dashes != args.end()) args.erase(dashes);
+    if (dashes != args.end()) *dashes = marker.data();
   }
   try {
     app.parse(static_cast<int>(args.size()), args.data());

@@ -32,6 +32,10 @@ Runner add_run_command(CLI::App& app) {
   run->prefix_command();
   return [run, opts]() {
     opts->command = run->remaining();
+    if (!opts->command.empty() && opts->command.front() == kDashDashMarker)
+      opts->command.erase(opts->command.begin());
+    for (std::string& arg : opts->command)
+      if (arg == kDashDashMarker) arg = "--";
     if (opts->command.empty()) {
       std::cerr << "zerotrain run: no program given (usage: zerotrain run [flags] -- PROG ARGS)\n";
       return 2;
