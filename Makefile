@@ -4,7 +4,7 @@ BUILD ?= build
 BUILD_TYPE ?= Release
 JOBS ?= $(shell nproc)
 
-.PHONY: all deps configure build run test test-slow clean
+.PHONY: all deps configure build run test bench clean
 
 all: build
 
@@ -22,6 +22,13 @@ run: build
 
 test: build
 	@cd $(BUILD) && ctest --output-on-failure -j$(JOBS) --timeout 300
+
+# Benchmarks (not tests): peak probes, kernels, AdamW, Gloo collectives;
+# writes bench/RESULTS.md.
+bench: deps
+	@cmake -S . -B $(BUILD)-bench -DCMAKE_BUILD_TYPE=Release -DZEROTRAIN_BUILD_BENCH=ON >/dev/null
+	@cmake --build $(BUILD)-bench -j$(JOBS)
+	@scripts/bench.sh $(BUILD)-bench
 
 clean:
 	rm -rf $(BUILD)
