@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "config/json_value.h"
+#include "config/locate.h"
 #include "config/resolve.h"
 #include "config/walk.h"
 
@@ -135,6 +136,13 @@ ParseResult parse_config_detailed(std::string_view json_text, const TrainerArgs&
   result.errors.insert(result.errors.end(), r.errors.begin(), r.errors.end());
   result.warnings = std::move(walk.warnings);
   result.warnings.insert(result.warnings.end(), r.warnings.begin(), r.warnings.end());
+  const std::map<std::string, int> lines = key_lines(json_text);
+  for (auto* list : {&result.errors, &result.warnings}) {
+    for (ConfigError& e : *list) {
+      auto it = lines.find(e.path);
+      if (it != lines.end()) e.line = it->second;
+    }
+  }
   if (result.errors.empty()) {
     r.config.warnings.clear();
     for (const ConfigError& w : result.warnings) r.config.warnings.push_back(w.to_string());

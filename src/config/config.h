@@ -2,7 +2,7 @@
 // functions that produce it. Every key is declared once in the schema
 // (schema.h); parsing fills defaults, resolves "auto" from TrainerArgs,
 // derives the batch-size triangle and checks cross-field rules, reporting
-// every problem at once with its JSON path. See docs/config.md.
+// every problem at once with its JSON path and line. See docs/config.md.
 //
 //   TrainerArgs args;
 //   args.world_size = 2;
@@ -214,11 +214,17 @@ struct TrainerArgs {
   std::optional<bool> bf16;
 };
 
-// One problem (or warning), located by JSON path ("" = the whole document).
+// One problem (or warning), located by JSON path ("" = the whole document)
+// and, when the key is in the text, by line.
 struct ConfigError {
   std::string path;
   std::string message;
-  std::string to_string() const { return path.empty() ? message : path + ": " + message; }
+  int line = 0;  // 1-based line of the key; 0 = not in the text
+  // "zero_optimization.stage: must be ... (line 7)"
+  std::string to_string() const {
+    std::string s = path.empty() ? message : path + ": " + message;
+    return line > 0 ? s + " (line " + std::to_string(line) + ")" : s;
+  }
 };
 
 // Everything a parse found: the config when there were no errors.

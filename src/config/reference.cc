@@ -16,7 +16,7 @@ Generated from the schema in `src/config/schema_*.cc` by
 
 zerotrain reads DeepSpeed's `ds_config.json`. Unlike DeepSpeed it checks
 every key: `zerotrain config check FILE` prints the effective config, or every problem
-at once, each with its JSON path.
+at once, each with its JSON path and line.
 
 ## Rules
 

@@ -82,8 +82,34 @@ TEST(ConfigErrors, AllProblemsAreReportedTogether) {
   EXPECT_THAT(msg, HasSubstr("\n  zero_optimization.allgather_bucket_size: must be a multiple "
                              "of 2, got 3"));
   StatusOr<Config> s = parse_config(R"({"train_batch_size": 8, "fp16": {"hysteresis": 0}})", {});
-  EXPECT_EQ(s.status().message(),
-            "invalid DeepSpeed config (1 problem):\n  fp16.hysteresis: must be >= 1, got 0");
+  EXPECT_EQ(
+      s.status().message(),
+      "invalid DeepSpeed config (1 problem):\n  fp16.hysteresis: must be >= 1, got 0 (line 1)");
+}
+
+TEST(ConfigErrors, ErrorsCarryTheLineOfTheirKey) {
+  ParseResult r = parse(
+      "{\n"
+      "  \"train_batch_size\": 8,\n"
+      "  // a comment with \"quotes\": { [\n"
+      "  /* and a block\n"
+      "     comment */\n"
+      "  \"zero_optimization\": {\n"
+      "    \"stage\": 2,\n"
+      "    \"offload_optimizer\": {\"device\": \"cpu\",\n"
+      "      \"pin_memroy\": true},\n"
+      "    \"stage\": 1\n"
+      "  }\n"
+      "}\n");
+  ASSERT_EQ(r.errors.size(), 2u) << r.status().to_string();
+  EXPECT_EQ(r.errors[0].path, "zero_optimization.stage");  // duplicate: its second occurrence
+  EXPECT_EQ(r.errors[0].line, 10);
+  EXPECT_EQ(r.errors[1].line, 9);
+  EXPECT_THAT(r.errors[1].to_string(), ::testing::EndsWith("did you mean 'pin_memory'? (line 9)"));
+  // A rule about a key the user did not write has no line.
+  ParseResult none = parse(R"({"gradient_accumulation_steps": 2})");
+  ASSERT_EQ(none.errors.size(), 1u);
+  EXPECT_EQ(none.errors[0].line, 0);
 }
 
 TEST(ConfigErrors, BothFp16AndBf16IsRefused) {
@@ -164,7 +190,7 @@ TEST(ConfigErrors, Stage3KeysBelowStage3Warn) {
   ASSERT_EQ(r.warnings.size(), 1u);
   EXPECT_EQ(r.warnings[0].to_string(),
             "zero_optimization.stage3_max_live_parameters: has no effect at "
-            "zero_optimization.stage 2 (stage 3 only)");
+            "zero_optimization.stage 2 (stage 3 only) (line 2)");
 }
 
 }  // namespace
