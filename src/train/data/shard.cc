@@ -1,0 +1,267 @@
+// Token shard writer (atomic) and reader (mmap + full validation).
+#include "train/data/shard.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <vector>
+
+#include "train/data/crc32.h"
+
+namespace zerotrain::train {
+namespace {
+
+// Header field offsets (docs/data_format.md).
+constexpr size_t kOffVersion = 8, kOffHeaderBytes = 12, kOffTokenBytes = 16, kOffVocab = 20,
+                 kOffCount = 24, kOffPayloadCrc = 32, kOffHeaderCrc = 36;
+// Ids reach the model as int32_t.
+constexpr uint32_t kMaxVocab = 0x7FFFFFFF;
+
+void put_u32(unsigned char* p, uint32_t v) {
+  for (int i = 0; i < 4; ++i) p[i] = static_cast<unsigned char>(v >> (8 * i));
+}
+void put_u64(unsigned char* p, uint64_t v) {
+  for (int i = 0; i < 8; ++i) p[i] = static_cast<unsigned char>(v >> (8 * i));
+}
+uint32_t get_u32(const unsigned char* p) {
+  return uint32_t{p[0]} | uint32_t{p[1]} << 8 | uint32_t{p[2]} << 16 | uint32_t{p[3]} << 24;
+}
+uint64_t get_u64(const unsigned char* p) {
+  return uint64_t{get_u32(p)} | uint64_t{get_u32(p + 4)} << 32;
+}
+
+// CRC of the header with its own CRC field read as zero.
+uint32_t header_crc(const unsigned char* h) {
+  unsigned char copy[kShardHeaderBytes];
+  std::memcpy(copy, h, kShardHeaderBytes);
+  put_u32(copy + kOffHeaderCrc, 0);
+  return crc32(copy, kShardHeaderBytes);
+}
+
+void encode_tokens(std::span<const uint32_t> tokens, uint32_t width, unsigned char* out) {
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    for (uint32_t b = 0; b < width; ++b)
+      out[i * width + b] = static_cast<unsigned char>(tokens[i] >> (8 * b));
+  }
+}
+
+std::string hex32(uint32_t v) {
+  char buf[16];
+  std::snprintf(buf, sizeof(buf), "0x%08x", v);
+  return buf;
+}
+
+Status write_all(int fd, const unsigned char* data, size_t size, const std::string& path) {
+  while (size > 0) {
+    const ssize_t n = ::write(fd, data, size);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return errno_status("write " + path, errno);
+    }
+    data += n;
+    size -= static_cast<size_t>(n);
+  }
+  return ok_status();
+}
+
+// Writes `bytes` to `path` via a temp file in the same directory, fsync and
+// rename, then fsyncs the directory so the rename itself is durable.
+Status atomic_write(const std::string& path, const std::vector<unsigned char>& bytes) {
+  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return errno_status("create " + tmp, errno);
+  Status st = write_all(fd, bytes.data(), bytes.size(), tmp);
+  if (st.ok() && ::fsync(fd) != 0) st = errno_status("fsync " + tmp, errno);
+  if (::close(fd) != 0 && st.ok()) st = errno_status("close " + tmp, errno);
+  if (st.ok() && ::rename(tmp.c_str(), path.c_str()) != 0)
+    st = errno_status("rename " + tmp + " to " + path, errno);
+  if (!st.ok()) {
+    ::unlink(tmp.c_str());
+    return st;
+  }
+  std::filesystem::path parent = std::filesystem::path(path).parent_path();
+  if (parent.empty()) parent = std::filesystem::path(".");
+  const std::string dir = parent.string();
+  const int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dfd < 0) return errno_status("open directory " + dir, errno);
+  if (::fsync(dfd) != 0) st = errno_status("fsync directory " + dir, errno);
+  ::close(dfd);
+  return st;
+}
+
+// Checks the fixed header of a file of `file_bytes` bytes at `h`.
+StatusOr<ShardHeader> parse_header(const std::string& path, const unsigned char* h,
+                                   size_t file_bytes) {
+  const std::string where = "token shard " + path + ": ";
+  if (file_bytes < sizeof(kShardMagic) || std::memcmp(h, kShardMagic, sizeof(kShardMagic)) != 0) {
+    return invalid_argument(where +
+                            "not a zerotrain token shard (wrong magic; expected \"ZTTOKENS\")");
+  }
+  if (file_bytes < kShardHeaderBytes) {
+    return corruption(where + "truncated header (" + std::to_string(file_bytes) +
+                      " bytes, header is " + std::to_string(kShardHeaderBytes) + ")");
+  }
+  ShardHeader hd;
+  hd.version = get_u32(h + kOffVersion);
+  if (hd.version != kShardVersion) {
+    return invalid_argument(where + "format version " + std::to_string(hd.version) +
+                            ", this build reads version " + std::to_string(kShardVersion) +
+                            " (re-create it with `zerotrain data tokenize`)");
+  }
+  const uint32_t stored = get_u32(h + kOffHeaderCrc), computed = header_crc(h);
+  if (stored != computed) {
+    return corruption(where + "header checksum mismatch (stored " + hex32(stored) + ", computed " +
+                      hex32(computed) + ")");
+  }
+  hd.token_bytes = get_u32(h + kOffTokenBytes);
+  hd.vocab_size = get_u32(h + kOffVocab);
+  hd.token_count = get_u64(h + kOffCount);
+  hd.payload_crc32 = get_u32(h + kOffPayloadCrc);
+  const uint32_t header_bytes = get_u32(h + kOffHeaderBytes);
+  if (header_bytes != kShardHeaderBytes || (hd.token_bytes != 2 && hd.token_bytes != 4) ||
+      hd.vocab_size == 0 || hd.vocab_size > kMaxVocab ||
+      (hd.token_bytes == 2 && hd.vocab_size > 65536)) {
+    return corruption(where + "inconsistent header (header_bytes " + std::to_string(header_bytes) +
+                      ", token_bytes " + std::to_string(hd.token_bytes) + ", vocab_size " +
+                      std::to_string(hd.vocab_size) + ")");
+  }
+  const uint64_t payload = file_bytes - kShardHeaderBytes;
+  if (hd.token_count > payload / hd.token_bytes || payload != hd.token_count * hd.token_bytes) {
+    const bool short_file = hd.token_count > payload / hd.token_bytes;
+    return corruption(where + (short_file ? "truncated" : "trailing bytes") + ": header says " +
+                      std::to_string(hd.token_count) + " tokens of " +
+                      std::to_string(hd.token_bytes) + " bytes, file has " +
+                      std::to_string(payload) + " payload bytes");
+  }
+  return hd;
+}
+
+}  // namespace
+
+Status write_token_shard(const std::string& path, std::span<const uint32_t> tokens,
+                         uint32_t vocab_size, uint32_t token_bytes) {
+  if (vocab_size == 0 || vocab_size > kMaxVocab) {
+    return invalid_argument("token shard " + path + ": vocab_size " + std::to_string(vocab_size) +
+                            " is outside [1, 2^31 - 1]");
+  }
+  if (token_bytes == 0) token_bytes = vocab_size <= 65536 ? 2 : 4;
+  if ((token_bytes != 2 && token_bytes != 4) || (token_bytes == 2 && vocab_size > 65536)) {
+    return invalid_argument("token shard " + path + ": token_bytes " + std::to_string(token_bytes) +
+                            " cannot hold vocab_size " + std::to_string(vocab_size) +
+                            " (use 2 for vocab <= 65536, else 4)");
+  }
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    if (tokens[i] >= vocab_size) {
+      return invalid_argument("token shard " + path + ": token " + std::to_string(tokens[i]) +
+                              " at index " + std::to_string(i) + " is outside vocab_size " +
+                              std::to_string(vocab_size));
+    }
+  }
+  std::vector<unsigned char> bytes(kShardHeaderBytes + tokens.size() * token_bytes, 0);
+  unsigned char* h = bytes.data();
+  encode_tokens(tokens, token_bytes, h + kShardHeaderBytes);
+  std::memcpy(h, kShardMagic, sizeof(kShardMagic));
+  put_u32(h + kOffVersion, kShardVersion);
+  put_u32(h + kOffHeaderBytes, kShardHeaderBytes);
+  put_u32(h + kOffTokenBytes, token_bytes);
+  put_u32(h + kOffVocab, vocab_size);
+  put_u64(h + kOffCount, tokens.size());
+  put_u32(h + kOffPayloadCrc, crc32(h + kShardHeaderBytes, bytes.size() - kShardHeaderBytes));
+  put_u32(h + kOffHeaderCrc, header_crc(h));
+  return atomic_write(path, bytes);
+}
+
+StatusOr<TokenShard> TokenShard::open(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    if (errno == ENOENT) return not_found("token shard " + path + ": no such file");
+    return errno_status("open token shard " + path, errno);
+  }
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) {
+    const int err = errno;
+    ::close(fd);
+    return errno_status("stat token shard " + path, err);
+  }
+  TokenShard shard;
+  shard.path_ = path;
+  shard.map_bytes_ = static_cast<size_t>(st.st_size);
+  if (shard.map_bytes_ > 0) {
+    void* m = ::mmap(nullptr, shard.map_bytes_, PROT_READ, MAP_PRIVATE, fd, 0);
+    if (m == MAP_FAILED) {
+      const int err = errno;
+      ::close(fd);
+      return errno_status("mmap token shard " + path, err);
+    }
+    shard.map_ = m;
+  }
+  ::close(fd);  // the mapping stays valid
+  const auto* bytes = static_cast<const unsigned char*>(shard.map_);
+  ZT_ASSIGN_OR_RETURN(shard.header_, parse_header(path, bytes, shard.map_bytes_));
+  shard.payload_ = bytes + kShardHeaderBytes;
+  const uint64_t payload_bytes = shard.map_bytes_ - kShardHeaderBytes;
+  const uint32_t computed = crc32(shard.payload_, payload_bytes);
+  if (computed != shard.header_.payload_crc32) {
+    return corruption("token shard " + path + ": payload checksum mismatch (stored " +
+                      hex32(shard.header_.payload_crc32) + ", computed " + hex32(computed) + ")");
+  }
+  // A CRC-clean payload can still hold an id the header's vocab excludes if
+  // a buggy writer produced it; catch that here rather than in an embedding.
+  for (uint64_t i = 0; i < shard.size(); ++i) {
+    if (shard.token(i) >= shard.header_.vocab_size) {
+      return corruption("token shard " + path + ": token " + std::to_string(shard.token(i)) +
+                        " at index " + std::to_string(i) + " is outside vocab_size " +
+                        std::to_string(shard.header_.vocab_size));
+    }
+  }
+  return shard;
+}
+
+TokenShard::TokenShard(TokenShard&& other) noexcept { *this = std::move(other); }
+
+TokenShard& TokenShard::operator=(TokenShard&& other) noexcept {
+  if (this != &other) {
+    unmap();
+    path_ = std::move(other.path_);
+    header_ = other.header_;
+    map_ = other.map_;
+    map_bytes_ = other.map_bytes_;
+    payload_ = other.payload_;
+    other.map_ = nullptr;
+    other.map_bytes_ = 0;
+    other.payload_ = nullptr;
+  }
+  return *this;
+}
+
+TokenShard::~TokenShard() { unmap(); }
+
+void TokenShard::unmap() {
+  if (map_ != nullptr) ::munmap(map_, map_bytes_);
+  map_ = nullptr;
+}
+
+uint32_t TokenShard::token(uint64_t index) const {
+  ZT_CHECK(index < header_.token_count, "token index ", index, " of ", header_.token_count);
+  const unsigned char* p = payload_ + index * header_.token_bytes;
+  return header_.token_bytes == 2 ? uint32_t{p[0]} | uint32_t{p[1]} << 8 : get_u32(p);
+}
+
+void TokenShard::copy(uint64_t begin, uint64_t count, int32_t* out) const {
+  ZT_CHECK(begin + count <= header_.token_count, "copy [", begin, ", ", begin + count, ") of ",
+           header_.token_count);
+  const unsigned char* p = payload_ + begin * header_.token_bytes;
+  if (header_.token_bytes == 2) {
+    for (uint64_t i = 0; i < count; ++i)
+      out[i] = static_cast<int32_t>(uint32_t{p[2 * i]} | uint32_t{p[2 * i + 1]} << 8);
+  } else {
+    for (uint64_t i = 0; i < count; ++i) out[i] = static_cast<int32_t>(get_u32(p + 4 * i));
+  }
+}
+
+}  // namespace zerotrain::train

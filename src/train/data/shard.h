@@ -1,0 +1,78 @@
+// Token shard files: a 64-byte little-endian header (magic "ZTTOKENS",
+// format version, token width 2 or 4, vocab size, token count, CRC-32 of the
+// payload and of the header) followed by the tokens. The layout is specified
+// in docs/data_format.md.
+//
+//   ZT_RETURN_IF_ERROR(write_token_shard("out/train_000000.bin", tokens, 256));
+//   ZT_ASSIGN_OR_RETURN(TokenShard shard, TokenShard::open("out/train_000000.bin"));
+//   int32_t first = shard.token(0);
+//
+// Writes are atomic (temp file in the same directory, fsync, rename, fsync of
+// the directory): a reader sees the old file or the whole new one. Opening
+// validates everything before returning, so an open shard is always sound.
+//
+// Thread-safety: write_token_shard is safe to call concurrently for different
+// paths. A TokenShard is immutable after open; concurrent reads are safe.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+
+#include "common/status.h"
+
+namespace zerotrain::train {
+
+inline constexpr char kShardMagic[8] = {'Z', 'T', 'T', 'O', 'K', 'E', 'N', 'S'};
+inline constexpr uint32_t kShardVersion = 1;
+inline constexpr uint32_t kShardHeaderBytes = 64;
+
+struct ShardHeader {
+  uint32_t version = kShardVersion;
+  uint32_t token_bytes = 2;  // 2 (uint16) or 4 (uint32)
+  uint32_t vocab_size = 0;   // every token is < vocab_size
+  uint64_t token_count = 0;
+  uint32_t payload_crc32 = 0;  // CRC-32 of the token_count * token_bytes payload bytes
+};
+
+// Writes `tokens` as a shard at `path`, atomically. token_bytes is 2, 4, or
+// 0 for "the smallest that holds vocab_size" (2 up to 65536). InvalidArgument
+// when a token is >= vocab_size (names its index) or the width cannot hold
+// the vocabulary; IoError naming the path when the OS refuses.
+Status write_token_shard(const std::string& path, std::span<const uint32_t> tokens,
+                         uint32_t vocab_size, uint32_t token_bytes = 0);
+
+// A validated, memory-mapped shard. Move-only.
+class TokenShard {
+ public:
+  // Maps and validates `path`: NotFound if missing; InvalidArgument for a
+  // wrong magic (not a shard) or an unsupported version; Corruption for a
+  // truncated file, trailing bytes, a checksum mismatch or a token outside
+  // the vocabulary. Every message starts with the path.
+  static StatusOr<TokenShard> open(const std::string& path);
+
+  TokenShard(TokenShard&& other) noexcept;
+  TokenShard& operator=(TokenShard&& other) noexcept;
+  TokenShard(const TokenShard&) = delete;
+  TokenShard& operator=(const TokenShard&) = delete;
+  ~TokenShard();
+
+  const ShardHeader& header() const { return header_; }
+  const std::string& path() const { return path_; }
+  uint64_t size() const { return header_.token_count; }
+  uint32_t token(uint64_t index) const;
+  // out[i] = token(begin + i) for i < count. REQUIRES: begin + count <= size().
+  void copy(uint64_t begin, uint64_t count, int32_t* out) const;
+
+ private:
+  TokenShard() = default;
+  void unmap();
+
+  std::string path_;
+  ShardHeader header_;
+  void* map_ = nullptr;  // whole file, PROT_READ
+  size_t map_bytes_ = 0;
+  const unsigned char* payload_ = nullptr;
+};
+
+}  // namespace zerotrain::train
