@@ -153,6 +153,7 @@ class Resolver {
 
   void derive_defaults();
   void solve_batch();
+  void check_derived_batch_against_args(const BatchSizes& b);
   Config build();
 
   const WalkResult& walk_;
@@ -194,6 +195,16 @@ void Resolver::derive_defaults() {
 void Resolver::solve_batch() {
   const char* keys[] = {"train_batch_size", "train_micro_batch_size_per_gpu",
                         "gradient_accumulation_steps"};
+  // HF: train_batch_size "auto" = world × the trainer's micro batch × its
+  // accumulation; without both arguments it is derived from the config's.
+  auto tb = walk_.leaves.find(keys[0]);
+  int64_t product = 0;
+  if (tb != walk_.leaves.end() && tb->second.is_auto && args_.micro_batch_per_gpu &&
+      args_.gradient_accumulation_steps &&
+      !__builtin_mul_overflow(*args_.micro_batch_per_gpu, *args_.gradient_accumulation_steps,
+                              &product) &&
+      !__builtin_mul_overflow(product, world_size_, &product))
+    values_[keys[0]] = product;
   std::optional<int64_t> given_value[3];
   for (int i = 0; i < 3; ++i) {
     if (bad_.count(keys[i])) return;  // already reported; the triangle would only echo it
@@ -208,8 +219,7 @@ void Resolver::solve_batch() {
       solve_batch_sizes(given_value[0], given_value[1], given_value[2], world_size_);
   if (!b.ok()) {
     std::string msg = b.status().message();
-    auto tb = walk_.leaves.find(keys[0]);
-    if (tb != walk_.leaves.end() && tb->second.is_auto)
+    if (tb != walk_.leaves.end() && tb->second.is_auto && product == 0)
       msg +=
           "; train_batch_size \"auto\" is train_micro_batch_size_per_gpu × "
           "gradient_accumulation_steps × world_size, so give the micro batch";
@@ -219,8 +229,30 @@ void Resolver::solve_batch() {
   values_[keys[0]] = b->train_batch_size;
   values_[keys[1]] = b->micro_batch_per_gpu;
   values_[keys[2]] = b->gradient_accumulation_steps;
-  auto it = walk_.leaves.find(keys[0]);
-  if (it != walk_.leaves.end() && it->second.is_auto) from_auto_.insert(keys[0]);
+  if (tb != walk_.leaves.end() && tb->second.is_auto) from_auto_.insert(keys[0]);
+  check_derived_batch_against_args(*b);
+}
+
+// A derived micro batch or accumulation must still agree with the trainer
+// (given ones were compared in resolve_autos).
+void Resolver::check_derived_batch_against_args(const BatchSizes& b) {
+  struct Derived {
+    const char* key;
+    const char* arg;
+    std::optional<int64_t> want;
+    int64_t got;
+  };
+  const Derived derived[] = {{"train_micro_batch_size_per_gpu", "micro_batch_per_gpu",
+                              args_.micro_batch_per_gpu, b.micro_batch_per_gpu},
+                             {"gradient_accumulation_steps", "gradient_accumulation_steps",
+                              args_.gradient_accumulation_steps, b.gradient_accumulation_steps}};
+  for (const Derived& d : derived) {
+    if (given(d.key) || !d.want || *d.want == d.got) continue;
+    error("train_batch_size",
+          std::string("gives ") + d.key + " " + std::to_string(d.got) + " (train_batch_size " +
+              std::to_string(b.train_batch_size) + ", world_size " + std::to_string(world_size_) +
+              ") but the trainer argument '" + d.arg + "' is " + std::to_string(*d.want));
+  }
 }
 
 Config Resolver::build() {

@@ -16,7 +16,9 @@ void add_top_level_keys(std::vector<KeySpec>& out) {
        .auto_ok = true,
        .nullable = true,
        .help = "Global batch per optimizer step = micro × gas × world_size. Any two of the "
-               "three batch keys determine the third. auto: micro × gas × world_size.",
+               "three batch keys determine the third. auto: world_size × TrainerArgs "
+               "micro_batch_per_gpu × gradient_accumulation_steps (as HF), or, without those "
+               "arguments, derived from the other two keys.",
        ZT_FIELD(batch.train_batch_size)},
       {.path = "train_micro_batch_size_per_gpu",
        .type = kInt,

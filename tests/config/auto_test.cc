@@ -90,10 +90,22 @@ TEST(ConfigAuto, ExplicitValueContradictingTheTrainerIsAnError) {
   EXPECT_THAT(error_at(r, "optimizer.params.lr"), HasSubstr("'lr' is 0.0003"));
 }
 
+TEST(ConfigAuto, DerivedBatchSizesMustAgreeWithTheTrainer) {
+  // micro 4 × gas 2 × world 2 = 16 by the trainer; 32 derives micro 16.
+  ParseResult r = parse(R"({"train_batch_size": 32})", full_args());
+  ASSERT_EQ(r.errors.size(), 2u) << r.status().to_string();
+  EXPECT_EQ(r.errors[0].message,
+            "gives train_micro_batch_size_per_gpu 16 (train_batch_size 32, world_size 2) but "
+            "the trainer argument 'micro_batch_per_gpu' is 4");
+  EXPECT_THAT(r.errors[1].message, HasSubstr("'gradient_accumulation_steps' is 2"));
+  EXPECT_TRUE(
+      parse(R"({"train_batch_size": 16, "gradient_accumulation_steps": 2})", full_args()).config);
+}
+
 TEST(ConfigAuto, ResolvedValueIsValidatedLikeAWrittenOne) {
   TrainerArgs args = full_args();
   args.eps = -1.0;
-  ParseResult r = parse(R"({"train_batch_size": 16,
+  ParseResult r = parse(R"({"train_batch_size": 16, "gradient_accumulation_steps": 2,
       "optimizer": {"type": "AdamW", "params": {"eps": "auto"}}})",
                         args);
   EXPECT_EQ(error_at(r, "optimizer.params.eps"),
@@ -107,7 +119,8 @@ TEST(ConfigAuto, EffectiveConfigMarksResolvedKeys) {
                       args);
   nlohmann::json j = nlohmann::json::parse(effective_config_json(c));
   EXPECT_EQ(j["zero_optimization"]["reduce_bucket_size"], 589824);
-  EXPECT_EQ(j["train_batch_size"], 8);  // 4 × gas 1 × world 2
+  EXPECT_EQ(j["train_batch_size"], 16);  // HF: micro 4 × gas 2 × world 2 from the trainer
+  EXPECT_EQ(j["gradient_accumulation_steps"], 2);  // then derived from it
   EXPECT_EQ(j["_zerotrain"]["world_size"], 2);
   EXPECT_THAT(j["_zerotrain"]["resolved_from_auto"].get<std::vector<std::string>>(),
               ElementsAre("train_batch_size", "train_micro_batch_size_per_gpu",
