@@ -15,7 +15,7 @@ bool overlaps(const void* a, size_t an, const void* b, size_t bn) {
 Status check_elements(const char* op, size_t bytes, DType dtype) {
   if (bytes % dtype_size(dtype) != 0)
     return invalid_argument(std::string(op) + ": " + std::to_string(bytes) +
-                            " bytes is not a whole number of " + dtype_name(dtype) + " elements");
+                            " bytes is not a whole number of " + std::string(dtype_name(dtype)) + " elements");
   return ok_status();
 }
 

@@ -1,4 +1,4 @@
-// Reduction kernels and 16-bit float conversions for the comm layer.
+// Reduction kernels for the comm layer (16-bit types widened to fp32).
 #include "comm/reduce.h"
 
 #include <cmath>
@@ -6,18 +6,6 @@
 
 namespace zerotrain::comm {
 namespace {
-
-uint32_t float_bits(float f) {
-  uint32_t u;
-  std::memcpy(&u, &f, 4);
-  return u;
-}
-
-float bits_float(uint32_t u) {
-  float f;
-  std::memcpy(&f, &u, 4);
-  return f;
-}
 
 // Combines one element in fp32; NaN wins for max/min so overflow flags
 // reduced with kMax are never lost.
@@ -59,47 +47,6 @@ void combine32(float* dst, const float* a, const float* b, size_t n, ReduceOp op
 
 }  // namespace
 
-float half_to_float(uint16_t h) {
-  uint32_t sign = static_cast<uint32_t>(h & 0x8000) << 16;
-  uint32_t exp = (h >> 10) & 0x1f;
-  uint32_t mant = h & 0x3ff;
-  if (exp == 0x1f) return bits_float(sign | 0x7f800000 | (mant << 13));  // inf/NaN
-  if (exp == 0) {
-    if (mant == 0) return bits_float(sign);
-    // Subnormal: value = mant * 2^-24, exact in fp32.
-    float v = static_cast<float>(mant) * 5.9604644775390625e-08f;
-    return sign ? -v : v;
-  }
-  return bits_float(sign | ((exp + 112) << 23) | (mant << 13));
-}
-
-uint16_t float_to_half(float f) {
-  uint32_t u = float_bits(f);
-  uint16_t sign = static_cast<uint16_t>((u >> 16) & 0x8000);
-  uint32_t abs = u & 0x7fffffff;
-  if (abs > 0x7f800000) return sign | 0x7e00;   // NaN stays (quiet) NaN
-  if (abs >= 0x477ff000) return sign | 0x7c00;  // rounds to >= 65520: inf
-  if (abs < 0x38800000) {
-    // Result is subnormal or zero: round abs * 2^24 to an integer, ties to even
-    // (nearbyint uses the default round-to-nearest-even mode).
-    float scaled = bits_float(abs) * 16777216.0f;
-    return sign | static_cast<uint16_t>(std::nearbyint(scaled));
-  }
-  // Normal: drop 13 mantissa bits with round to nearest even; a carry into
-  // the exponent is the correct result.
-  uint32_t rounded = abs + 0xfff + ((abs >> 13) & 1);
-  return sign | static_cast<uint16_t>((rounded - (112u << 23)) >> 13);
-}
-
-float bf16_to_float(uint16_t b) { return bits_float(static_cast<uint32_t>(b) << 16); }
-
-uint16_t float_to_bf16(float f) {
-  uint32_t u = float_bits(f);
-  if ((u & 0x7fffffff) > 0x7f800000) return static_cast<uint16_t>((u >> 16) | 0x40);  // quiet NaN
-  u += 0x7fff + ((u >> 16) & 1);
-  return static_cast<uint16_t>(u >> 16);
-}
-
 void reduce_combine(void* dst, const void* a, const void* b, size_t count, DType dtype, ReduceOp op,
                     int divisor) {
   float div = static_cast<float>(divisor);
@@ -109,12 +56,12 @@ void reduce_combine(void* dst, const void* a, const void* b, size_t count, DType
                 static_cast<const float*>(b), count, op, div);
       return;
     case DType::kFloat16:
-      combine16<half_to_float, float_to_half>(static_cast<uint16_t*>(dst),
+      combine16<fp16_bits_to_fp32, fp32_to_fp16_bits>(static_cast<uint16_t*>(dst),
                                               static_cast<const uint16_t*>(a),
                                               static_cast<const uint16_t*>(b), count, op, div);
       return;
     case DType::kBFloat16:
-      combine16<bf16_to_float, float_to_bf16>(static_cast<uint16_t*>(dst),
+      combine16<bf16_bits_to_fp32, fp32_to_bf16_bits>(static_cast<uint16_t*>(dst),
                                               static_cast<const uint16_t*>(a),
                                               static_cast<const uint16_t*>(b), count, op, div);
       return;
@@ -132,8 +79,8 @@ void divide_inplace(void* data, size_t count, DType dtype, int divisor) {
   uint16_t* p = static_cast<uint16_t*>(data);
   bool half = dtype == DType::kFloat16;
   for (size_t i = 0; i < count; ++i) {
-    float v = (half ? half_to_float(p[i]) : bf16_to_float(p[i])) / div;
-    p[i] = half ? float_to_half(v) : float_to_bf16(v);
+    float v = (half ? fp16_bits_to_fp32(p[i]) : bf16_bits_to_fp32(p[i])) / div;
+    p[i] = half ? fp32_to_fp16_bits(v) : fp32_to_bf16_bits(v);
   }
 }
 

@@ -1,6 +1,4 @@
-// Element-wise reduction kernels used by the ring collectives, and the exact
-// fp16/bf16 <-> fp32 conversions they need (round to nearest even, NaN kept
-// NaN, overflow to inf). 16-bit inputs are widened to fp32, combined, and
+// Element-wise reduction kernels used by the ring collectives. 16-bit inputs are widened to fp32, combined, and
 // rounded once per call.
 //
 //   // dst[i] = (a[i] + b[i]) / 4, in bf16
@@ -13,13 +11,15 @@
 #include <cstdint>
 
 #include "comm/types.h"
+#include "tensor/half.h"
 
 namespace zerotrain::comm {
 
-float half_to_float(uint16_t h);
-uint16_t float_to_half(float f);
-float bf16_to_float(uint16_t b);
-uint16_t float_to_bf16(float f);
+// fp16/bf16 <-> fp32 are tensor/half.h's (round to nearest even, NaN kept).
+using tensor::bf16_bits_to_fp32;
+using tensor::fp16_bits_to_fp32;
+using tensor::fp32_to_bf16_bits;
+using tensor::fp32_to_fp16_bits;
 
 // dst[i] = op(a[i], b[i]) for `count` elements of `dtype`; dst may alias a or
 // b. For kSum and kAvg the result is then divided by `divisor` (pass 1 except

@@ -17,7 +17,7 @@ constexpr size_t kBroadcastSegment = 1 << 20;
 
 std::string describe(const char* op, size_t bytes, size_t count, DType dtype) {
   return std::string(op) + " of " + std::to_string(bytes) + " bytes (" + std::to_string(count) +
-         " x " + dtype_name(dtype) + ")";
+         " x " + std::string(dtype_name(dtype)) + ")";
 }
 
 }  // namespace
@@ -53,7 +53,7 @@ Status GlooCommunicator::do_reduce_scatter(std::span<const std::byte> input,
   RingRun ring(*this, OpType::kReduceScatter,
                "reduce_scatter of " + std::to_string(input.size()) + " bytes into " +
                    std::to_string(chunk) + " (" + std::to_string(count) + " x " +
-                   dtype_name(dtype) + ")",
+                   std::string(dtype_name(dtype)) + ")",
                RingLayout::make(es, count * n, n, count), scratch_);
   ZT_RETURN_IF_ERROR(ring.reduce_scatter(in, output.data(), dtype, op, /*in_place=*/false,
                                          /*then_allgather=*/false));

@@ -5,18 +5,6 @@
 
 namespace zerotrain::comm {
 
-const char* dtype_name(DType dtype) {
-  switch (dtype) {
-    case DType::kFloat32:
-      return "fp32";
-    case DType::kFloat16:
-      return "fp16";
-    case DType::kBFloat16:
-      return "bf16";
-  }
-  return "?";
-}
-
 const char* reduce_op_name(ReduceOp op) {
   switch (op) {
     case ReduceOp::kSum:

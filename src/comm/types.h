@@ -14,11 +14,16 @@
 #include <cstdint>
 #include <string>
 
+#include "tensor/dtype.h"
+
 namespace zerotrain::comm {
 
-// Element types a collective can reduce. 16-bit types are stored as raw
-// uint16_t and reduced in fp32, rounded to nearest even after each step.
-enum class DType { kFloat32, kFloat16, kBFloat16 };
+// Element types a collective can reduce (tensor/'s DType). 16-bit types are
+// stored as raw uint16_t and reduced in fp32, rounded to nearest even after
+// each step.
+using DType = tensor::DType;
+using tensor::dtype_name;  // "fp32", "fp16", "bf16"
+using tensor::dtype_size;
 
 enum class ReduceOp { kSum, kAvg, kMax, kMin };
 
@@ -26,8 +31,6 @@ enum class ReduceOp { kSum, kAvg, kMax, kMin };
 enum class OpType { kAllreduce, kReduceScatter, kAllgather, kBroadcast, kBarrier };
 inline constexpr int kNumOpTypes = 5;
 
-constexpr size_t dtype_size(DType dtype) { return dtype == DType::kFloat32 ? 4 : 2; }
-const char* dtype_name(DType dtype);      // "fp32", "fp16", "bf16"
 const char* reduce_op_name(ReduceOp op);  // "sum", "avg", "max", "min"
 const char* op_type_name(OpType op);      // "allreduce", "reduce_scatter", ...
 

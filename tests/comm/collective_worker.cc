@@ -71,11 +71,11 @@ void run_sizes(zc::Communicator& c, size_t count) {
   expect_bytes(c, zc::OpType::kAllreduce, count, sent, recv);
   // allreduce bf16 avg (exact: sums <= 30).
   std::vector<uint16_t> h(count);
-  for (size_t i = 0; i < count; ++i) h[i] = zc::float_to_bf16(value(r, i));
+  for (size_t i = 0; i < count; ++i) h[i] = zc::fp32_to_bf16_bits(value(r, i));
   check_status(c.allreduce(std::span<uint16_t>(h), zc::DType::kBFloat16, zc::ReduceOp::kAvg));
   for (size_t i = 0; i < count; ++i)
-    expect_eq("allreduce bf16", count, i, zc::bf16_to_float(h[i]),
-              zc::bf16_to_float(zc::float_to_bf16(sum(n, i) / static_cast<float>(n))));
+    expect_eq("allreduce bf16", count, i, zc::bf16_bits_to_fp32(h[i]),
+              zc::bf16_bits_to_fp32(zc::fp32_to_bf16_bits(sum(n, i) / static_cast<float>(n))));
   c.reset_counters();
   // reduce_scatter of the buffer padded to n equal shards.
   size_t shard = zc::partition_size(count, n);

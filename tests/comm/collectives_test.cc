@@ -61,8 +61,8 @@ TEST_P(Collectives, AllreduceBf16AndFp16SumInFp32WithRoundToNearestEven) {
   const int n = GetParam();
   run_ranks(n, [n](Communicator& c) {
     for (DType dt : {DType::kBFloat16, DType::kFloat16}) {
-      auto to16 = dt == DType::kBFloat16 ? float_to_bf16 : float_to_half;
-      auto from16 = dt == DType::kBFloat16 ? bf16_to_float : half_to_float;
+      auto to16 = dt == DType::kBFloat16 ? fp32_to_bf16_bits : fp32_to_fp16_bits;
+      auto from16 = dt == DType::kBFloat16 ? bf16_bits_to_fp32 : fp16_bits_to_fp32;
       for (size_t count : kCounts) {
         std::vector<uint16_t> v(count);
         for (size_t i = 0; i < count; ++i) v[i] = to16(input_value(c.rank(), i));
@@ -111,8 +111,8 @@ TEST_P(Collectives, ReduceScatterOfOddCountPadsLastShard) {
   const int n = GetParam();
   run_ranks(n, [n](Communicator& c) {
     const size_t count = 10;  // not divisible by 3 or 4
-    std::vector<uint16_t> in(padded_count(count, n), float_to_bf16(0.0f));
-    for (size_t j = 0; j < count; ++j) in[j] = float_to_bf16(input_value(c.rank(), j));
+    std::vector<uint16_t> in(padded_count(count, n), fp32_to_bf16_bits(0.0f));
+    for (size_t j = 0; j < count; ++j) in[j] = fp32_to_bf16_bits(input_value(c.rank(), j));
     std::vector<uint16_t> out(partition_size(count, n));
     ASSERT_TRUE(c.reduce_scatter(std::span<const uint16_t>(in), std::span<uint16_t>(out),
                                  DType::kBFloat16, ReduceOp::kSum)
@@ -120,7 +120,7 @@ TEST_P(Collectives, ReduceScatterOfOddCountPadsLastShard) {
     PartitionRange mine = partition_range(count, n, c.rank());
     for (size_t i = 0; i < out.size(); ++i) {
       float want = i < mine.count ? sum_value(n, mine.offset + i) : 0.0f;
-      ASSERT_EQ(bf16_to_float(out[i]), want) << "i " << i;
+      ASSERT_EQ(bf16_bits_to_fp32(out[i]), want) << "i " << i;
     }
     Status bad = c.reduce_scatter(std::span<const uint16_t>(in.data(), count),
                                   std::span<uint16_t>(out), DType::kBFloat16, ReduceOp::kSum);

@@ -21,32 +21,32 @@ float bits(uint32_t u) {
 }
 
 TEST(Bf16, RoundsToNearestEven) {
-  EXPECT_EQ(float_to_bf16(1.0f), 0x3f80);
+  EXPECT_EQ(fp32_to_bf16_bits(1.0f), 0x3f80);
   // 1 + 2^-8 is exactly halfway between bf16 1.0 and 1.0078125: ties to even (1.0).
-  EXPECT_EQ(float_to_bf16(bits(0x3f808000)), 0x3f80);
+  EXPECT_EQ(fp32_to_bf16_bits(bits(0x3f808000)), 0x3f80);
   // 1.0078125 + half ulp ties to even: up to 1.015625 (0x3f82).
-  EXPECT_EQ(float_to_bf16(bits(0x3f818000)), 0x3f82);
-  EXPECT_EQ(float_to_bf16(bits(0x3f808001)), 0x3f81);  // just above halfway
-  EXPECT_EQ(float_to_bf16(-2.0f), 0xc000);
-  EXPECT_TRUE(std::isnan(bf16_to_float(float_to_bf16(NAN))));
-  EXPECT_EQ(float_to_bf16(INFINITY), 0x7f80);
-  EXPECT_EQ(bf16_to_float(0x4040), 3.0f);
+  EXPECT_EQ(fp32_to_bf16_bits(bits(0x3f818000)), 0x3f82);
+  EXPECT_EQ(fp32_to_bf16_bits(bits(0x3f808001)), 0x3f81);  // just above halfway
+  EXPECT_EQ(fp32_to_bf16_bits(-2.0f), 0xc000);
+  EXPECT_TRUE(std::isnan(bf16_bits_to_fp32(fp32_to_bf16_bits(NAN))));
+  EXPECT_EQ(fp32_to_bf16_bits(INFINITY), 0x7f80);
+  EXPECT_EQ(bf16_bits_to_fp32(0x4040), 3.0f);
 }
 
 TEST(Fp16, RoundTripsEveryFiniteHalfExactly) {
   for (uint32_t h = 0; h < 0x10000; ++h) {
     if ((h & 0x7c00) == 0x7c00) continue;  // inf/NaN checked below
-    float f = half_to_float(static_cast<uint16_t>(h));
-    ASSERT_EQ(float_to_half(f), h) << "half 0x" << std::hex << h;
+    float f = fp16_bits_to_fp32(static_cast<uint16_t>(h));
+    ASSERT_EQ(fp32_to_fp16_bits(f), h) << "half 0x" << std::hex << h;
   }
-  EXPECT_EQ(half_to_float(0x3c00), 1.0f);
-  EXPECT_EQ(half_to_float(0x0001), std::ldexp(1.0f, -24));  // smallest subnormal
-  EXPECT_EQ(float_to_half(65504.0f), 0x7bff);
-  EXPECT_EQ(float_to_half(65520.0f), 0x7c00);  // halfway to 2^16 rounds to inf
-  EXPECT_EQ(float_to_half(1e-9f), 0x0000);
-  EXPECT_EQ(float_to_half(1.0f + std::ldexp(1.0f, -11)), 0x3c00);      // tie -> even
-  EXPECT_EQ(float_to_half(1.0f + 3 * std::ldexp(1.0f, -11)), 0x3c02);  // tie -> even (up)
-  EXPECT_TRUE(std::isnan(half_to_float(float_to_half(NAN))));
+  EXPECT_EQ(fp16_bits_to_fp32(0x3c00), 1.0f);
+  EXPECT_EQ(fp16_bits_to_fp32(0x0001), std::ldexp(1.0f, -24));  // smallest subnormal
+  EXPECT_EQ(fp32_to_fp16_bits(65504.0f), 0x7bff);
+  EXPECT_EQ(fp32_to_fp16_bits(65520.0f), 0x7c00);  // halfway to 2^16 rounds to inf
+  EXPECT_EQ(fp32_to_fp16_bits(1e-9f), 0x0000);
+  EXPECT_EQ(fp32_to_fp16_bits(1.0f + std::ldexp(1.0f, -11)), 0x3c00);      // tie -> even
+  EXPECT_EQ(fp32_to_fp16_bits(1.0f + 3 * std::ldexp(1.0f, -11)), 0x3c02);  // tie -> even (up)
+  EXPECT_TRUE(std::isnan(fp16_bits_to_fp32(fp32_to_fp16_bits(NAN))));
 }
 
 TEST(ReduceCombine, SumAvgMaxMinInFp32AndBf16) {
@@ -64,11 +64,11 @@ TEST(ReduceCombine, SumAvgMaxMinInFp32AndBf16) {
   reduce_combine(out, a, b, 2, DType::kFloat32, ReduceOp::kMin, 1);
   EXPECT_EQ(out[0], 1);
   EXPECT_EQ(out[1], -2);
-  uint16_t x[2] = {float_to_bf16(1.0f), float_to_bf16(256.0f)};
-  uint16_t y[2] = {float_to_bf16(2.0f), float_to_bf16(1.0f)};
+  uint16_t x[2] = {fp32_to_bf16_bits(1.0f), fp32_to_bf16_bits(256.0f)};
+  uint16_t y[2] = {fp32_to_bf16_bits(2.0f), fp32_to_bf16_bits(1.0f)};
   reduce_combine(x, x, y, 2, DType::kBFloat16, ReduceOp::kSum, 1);  // in place
-  EXPECT_EQ(bf16_to_float(x[0]), 3.0f);
-  EXPECT_EQ(bf16_to_float(x[1]), 256.0f);  // 257 is not a bf16: ties to even 256
+  EXPECT_EQ(bf16_bits_to_fp32(x[0]), 3.0f);
+  EXPECT_EQ(bf16_bits_to_fp32(x[1]), 256.0f);  // 257 is not a bf16: ties to even 256
 }
 
 TEST(Partition, PaddedShardsCoverTheBufferExactly) {
