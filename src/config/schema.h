@@ -80,7 +80,8 @@ bool list_contains(std::string_view list, std::string_view name);
 // Table parts (schema_*.cc).
 void add_top_level_keys(std::vector<KeySpec>& out);
 void add_precision_keys(std::vector<KeySpec>& out);
-void add_optimizer_keys(std::vector<KeySpec>& out);
+void add_optimizer_keys(std::vector<KeySpec>& out);  // and the scheduler's
+void add_scheduler_keys(std::vector<KeySpec>& out);
 void add_zero_keys(std::vector<KeySpec>& out);
 void add_unsupported_sections(std::vector<KeySpec>& out);
 

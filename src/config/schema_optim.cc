@@ -132,7 +132,10 @@ void add_optimizer_keys(std::vector<KeySpec>& out) {
                "(DeepSpeed refuses it too)"},
   };
   out.insert(out.end(), std::begin(keys), std::end(keys));
+  add_scheduler_keys(out);
+}
 
+void add_scheduler_keys(std::vector<KeySpec>& out) {
   const KeySpec sched[] = {
       {.path = "scheduler",
        .type = kSection,
