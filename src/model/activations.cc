@@ -1,0 +1,46 @@
+// Activations::plan: one pass that both sizes and binds the arrays.
+#include "model/activations.h"
+
+namespace zerotrain::model {
+
+int64_t Activations::plan(const GptConfig& cfg, int64_t B, int64_t T, float* base) {
+  const int64_t BT = B * T, C = cfg.n_embd;
+  int64_t next = 0;
+  auto take = [&](float** p, int64_t n) {
+    *p = base != nullptr ? base + next : nullptr;
+    next += (n + 15) / 16 * 16;  // keep every array on its own 64-byte line
+  };
+  take(&encoded, BT * C);
+  layers.resize(static_cast<size_t>(cfg.n_layer));
+  for (LayerActivations& l : layers) {
+    take(&l.ln1, BT * C);
+    take(&l.ln1_mean, BT);
+    take(&l.ln1_rstd, BT);
+    take(&l.qkv, BT * 3 * C);
+    take(&l.atty, BT * C);
+    take(&l.att, B * cfg.n_head * T * T);
+    take(&l.res2, BT * C);
+    take(&l.ln2, BT * C);
+    take(&l.ln2_mean, BT);
+    take(&l.ln2_rstd, BT);
+    take(&l.fch, BT * 4 * C);
+    take(&l.fch_gelu, BT * 4 * C);
+    take(&l.res3, BT * C);
+  }
+  take(&lnf, BT * C);
+  take(&lnf_mean, BT);
+  take(&lnf_rstd, BT);
+  take(&logits, BT * cfg.padded_vocab);
+  take(&losses, BT);
+  take(&ce_lse, BT);
+  take(&proj, BT * C);
+  take(&dres, BT * C);
+  take(&dln, BT * C);
+  take(&datty, BT * C);
+  take(&dqkv, BT * 3 * C);
+  take(&dfch, BT * 4 * C);
+  take(&dfch_gelu, BT * 4 * C);
+  return next;
+}
+
+}  // namespace zerotrain::model

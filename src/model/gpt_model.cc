@@ -1,0 +1,213 @@
+// GptModel plumbing: creation, buffer binding, hooks, pass sequencing and
+// memory accounting. The per-stage math is in gpt_forward.cc and
+// gpt_backward.cc.
+#include "model/gpt_model.h"
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#include "model/init.h"
+
+namespace zerotrain::model {
+
+GptModel::GptModel(const GptConfig& cfg, const GptModelOptions& options)
+    : cfg_(cfg),
+      options_(options),
+      layout_(cfg),
+      param_base_(static_cast<size_t>(layout_.num_groups()), nullptr),
+      grad_base_(static_cast<size_t>(layout_.num_groups()), nullptr) {}
+
+StatusOr<GptModel> GptModel::create(const GptConfig& cfg, const GptModelOptions& options) {
+  ZT_RETURN_IF_ERROR(validate(cfg));
+  GptModelOptions opts = options;
+  if (opts.max_seq == 0) opts.max_seq = cfg.seq_len;
+  if (opts.max_batch < 1) {
+    return invalid_argument("GptModelOptions.max_batch must be >= 1, got " +
+                            std::to_string(opts.max_batch));
+  }
+  if (opts.max_seq < 1 || opts.max_seq > cfg.seq_len) {
+    return invalid_argument("GptModelOptions.max_seq must be in [1, seq_len=" +
+                            std::to_string(cfg.seq_len) + "], got " + std::to_string(opts.max_seq));
+  }
+  GptModel m(cfg, opts);
+  const auto n = static_cast<size_t>(m.layout_.total_numel());
+  if (opts.own_parameters) {
+    ZT_ASSIGN_OR_RETURN(m.own_params_, tensor::AlignedBuffer<float>::allocate(n));
+  }
+  if (opts.own_gradients) {
+    ZT_ASSIGN_OR_RETURN(m.own_grads_, tensor::AlignedBuffer<float>::allocate(n));
+  }
+  const int64_t acts = m.acts_.plan(cfg, opts.max_batch, opts.max_seq, nullptr);
+  ZT_ASSIGN_OR_RETURN(m.act_buffer_,
+                      tensor::AlignedBuffer<float>::allocate(static_cast<size_t>(acts)));
+  m.acts_.plan(cfg, opts.max_batch, opts.max_seq, m.act_buffer_.data());
+  m.set_parameters(nullptr);
+  m.set_gradients(nullptr);
+  return m;
+}
+
+void GptModel::set_parameters(float* flat) {
+  flat_params_ = flat != nullptr ? flat : (own_params_.empty() ? nullptr : own_params_.data());
+  for (const GroupInfo& gi : layout_.groups()) {
+    param_base_[gi.index] = flat_params_ != nullptr ? flat_params_ + gi.offset : nullptr;
+  }
+}
+
+void GptModel::set_gradients(float* flat) {
+  flat_grads_ = flat != nullptr ? flat : (own_grads_.empty() ? nullptr : own_grads_.data());
+  for (const GroupInfo& gi : layout_.groups()) {
+    grad_base_[gi.index] = flat_grads_ != nullptr ? flat_grads_ + gi.offset : nullptr;
+  }
+}
+
+void GptModel::set_group_parameters(int g, float* base) {
+  ZT_CHECK(g >= 0 && g < num_groups(), "group ", g, " out of range");
+  param_base_[g] = base;
+  flat_params_ = nullptr;
+}
+
+void GptModel::set_group_gradients(int g, float* base) {
+  ZT_CHECK(g >= 0 && g < num_groups(), "group ", g, " out of range");
+  grad_base_[g] = base;
+  flat_grads_ = nullptr;
+}
+
+void GptModel::init_parameters(uint64_t seed) {
+  for (const GroupInfo& gi : layout_.groups()) {
+    ZT_CHECK(param_base_[gi.index] != nullptr, "init_parameters: group ", gi.name, " unbound");
+    init_parameter_range(layout_, seed, gi.offset, gi.offset + gi.numel, param_base_[gi.index]);
+  }
+}
+
+void GptModel::zero_gradients() {
+  for (const GroupInfo& gi : layout_.groups()) {
+    ZT_CHECK(grad_base_[gi.index] != nullptr, "zero_gradients: group ", gi.name, " unbound");
+    std::memset(grad_base_[gi.index], 0, static_cast<size_t>(gi.numel) * sizeof(float));
+  }
+}
+
+const float* GptModel::p(const TensorInfo& t) const {
+  return param_base_[t.group] + (t.offset - layout_.groups()[t.group].offset);
+}
+
+float* GptModel::g(const TensorInfo& t) const {
+  return grad_base_[t.group] + (t.offset - layout_.groups()[t.group].offset);
+}
+
+std::vector<int> GptModel::param_groups_read(int stage, Pass pass) const {
+  if (stage == 0) return pass == Pass::kForward ? std::vector<int>{0} : std::vector<int>{};
+  if (stage == num_groups() - 1) return {stage, 0};
+  return {stage};
+}
+
+std::vector<int> GptModel::grad_groups_written(int stage) const {
+  if (stage == num_groups() - 1) return {stage, 0};
+  return {stage};
+}
+
+Status GptModel::run_hook(const std::function<Status(int)>& hook, int g) const {
+  if (!hook) return ok_status();
+  Status s = hook(g);
+  if (!s.ok()) return s.with_context("group hook for group " + std::to_string(g));
+  return s;
+}
+
+Status GptModel::check_bound(int stage, Pass pass) const {
+  for (int gi : param_groups_read(stage, pass)) {
+    if (param_base_[gi] == nullptr) {
+      return invalid_argument("group " + std::to_string(gi) + " (" + layout_.groups()[gi].name +
+                              ") has no parameter buffer; bind one with set_parameters or "
+                              "set_group_parameters");
+    }
+  }
+  if (pass == Pass::kForward) return ok_status();
+  for (int gi : grad_groups_written(stage)) {
+    if (grad_base_[gi] == nullptr) {
+      return invalid_argument("group " + std::to_string(gi) + " (" + layout_.groups()[gi].name +
+                              ") has no gradient buffer; bind one with set_gradients or "
+                              "set_group_gradients");
+    }
+  }
+  return ok_status();
+}
+
+StatusOr<float> GptModel::forward(const int32_t* tokens, const int32_t* targets, int64_t B,
+                                  int64_t T) {
+  backward_ready_ = false;
+  if (B < 1 || B > options_.max_batch || T < 1 || T > options_.max_seq) {
+    return invalid_argument(
+        "forward: B=" + std::to_string(B) + ", T=" + std::to_string(T) +
+        " outside the model's 1..max_batch=" + std::to_string(options_.max_batch) +
+        ", 1..max_seq=" + std::to_string(options_.max_seq));
+  }
+  B_ = B, T_ = T;
+  tokens_.assign(tokens, tokens + B * T);
+  if (targets != nullptr) {
+    targets_.assign(targets, targets + B * T);
+  } else {
+    targets_.clear();
+  }
+  const int last = num_groups() - 1;
+  for (int s = 0; s <= last; ++s) {
+    ZT_RETURN_IF_ERROR(run_hook(hooks_.before_forward, s));
+    ZT_RETURN_IF_ERROR(check_bound(s, Pass::kForward));
+    if (s == 0) {
+      ZT_RETURN_IF_ERROR(forward_encoder());
+    } else if (s == last) {
+      ZT_RETURN_IF_ERROR(forward_head());
+    } else {
+      ZT_RETURN_IF_ERROR(forward_block(s - 1));
+    }
+    ZT_RETURN_IF_ERROR(run_hook(hooks_.after_forward, s));
+  }
+  if (targets == nullptr) return std::numeric_limits<float>::quiet_NaN();
+  valid_targets_ = 0;
+  double sum = 0.0;  // double: the mean is exact to fp32 for any B·T
+  for (int64_t i = 0; i < B * T; ++i) {
+    if (targets_[i] >= 0) ++valid_targets_, sum += acts_.losses[i];
+  }
+  backward_ready_ = true;
+  return valid_targets_ > 0 ? static_cast<float>(sum / static_cast<double>(valid_targets_)) : 0.0f;
+}
+
+Status GptModel::backward(float dloss) {
+  if (!backward_ready_) {
+    return invalid_argument("backward: needs a forward with targets since the last backward");
+  }
+  backward_ready_ = false;  // the head's backward overwrites the logits
+  // d(mean)/d(loss[b,t]) for every counted token.
+  dloss_per_token_ = valid_targets_ > 0 ? dloss / static_cast<float>(valid_targets_) : 0.0f;
+  const int last = num_groups() - 1;
+  for (int s = last; s >= 0; --s) {
+    ZT_RETURN_IF_ERROR(run_hook(hooks_.before_backward, s));
+    ZT_RETURN_IF_ERROR(check_bound(s, Pass::kBackward));
+    if (s == last) {
+      ZT_RETURN_IF_ERROR(backward_head());
+    } else if (s == 0) {
+      backward_encoder();
+    } else {
+      ZT_RETURN_IF_ERROR(backward_block(s - 1));
+    }
+    ZT_RETURN_IF_ERROR(run_hook(hooks_.after_backward, s));
+  }
+  return ok_status();
+}
+
+std::span<const float> GptModel::losses() const {
+  return {acts_.losses, static_cast<size_t>(B_ * T_)};
+}
+
+int64_t GptModel::activation_bytes(const GptConfig& cfg, int64_t B, int64_t T) {
+  Activations a;
+  return a.plan(cfg, B, T, nullptr) * static_cast<int64_t>(sizeof(float));
+}
+
+MemoryStats GptModel::memory() const {
+  return {.parameter_bytes = static_cast<int64_t>(own_params_.size_bytes()),
+          .gradient_bytes = static_cast<int64_t>(own_grads_.size_bytes()),
+          .activation_bytes = static_cast<int64_t>(act_buffer_.size_bytes()),
+          .layout_bytes = layout_.total_bytes()};
+}
+
+}  // namespace zerotrain::model

@@ -1,0 +1,175 @@
+// GptModel: a GPT-2 decoder (pre-LN blocks, GELU MLP, tied lm head, mean
+// cross-entropy) built from the CPU kernels, fp32, with its parameters and
+// gradients in caller-bindable flat buffers of ParamLayout's layout.
+//
+//   ZT_ASSIGN_OR_RETURN(GptConfig cfg, preset("gpt2-tiny"));
+//   ZT_ASSIGN_OR_RETURN(GptModel m, GptModel::create(cfg, {.max_batch = 8}));
+//   m.init_parameters(/*seed=*/42);
+//   m.zero_gradients();
+//   for (auto& mb : micro_batches) {                 // gradient accumulation
+//     ZT_ASSIGN_OR_RETURN(float loss, m.forward(mb.tokens, mb.targets, B, T));
+//     ZT_RETURN_IF_ERROR(m.backward(1.0f / micro_batches.size()));
+//   }
+//   optimizer_step(m.parameters(), m.gradients(), m.layout().total_numel());
+//
+// == Parameter and gradient buffers ==
+// Every group g of layout() (0 embeddings, 1..L blocks, L+1 final layernorm)
+// has a parameter base and a gradient base: pointers to group.numel floats
+// holding that group's tensors at their offsets relative to group.offset.
+// By default (own_parameters / own_gradients) they point into buffers the
+// model allocates. set_parameters(flat) points every group into a caller's
+// flat buffer of layout().total_numel() floats (base = flat + group.offset);
+// set_group_parameters(g, p) points one group anywhere (a ZeRO-3 gather
+// buffer). Same for gradients. The model never frees caller buffers; they
+// must stay valid while a pass uses them. Bases should be 64-byte aligned
+// (not required for correctness).
+//
+// == Pass structure and hooks (what ZeRO builds on) ==
+// forward() runs stages 0, 1, ..., L+1 and backward() stages L+1, ..., 0:
+//   stage 0    forward: encoder (reads wte, wpe)         backward: encoder
+//              backward (reads NO parameters; adds into dwte, dwpe)
+//   stage l+1  block l: reads and (backward) writes group l+1 only
+//   stage L+1  forward: ln_f, lm head, cross-entropy; backward: the reverse.
+//              Reads group L+1 AND group 0's wte (tied head); the backward
+//              adds into the grads of group L+1 and group 0's wte.
+// param_groups_read(stage, pass) / grad_groups_written(stage) give these sets.
+// Around each stage the hooks run: before_forward(g) -> stage g forward ->
+// after_forward(g); before_backward(g) -> stage g backward ->
+// after_backward(g). Group bases are resolved after before_* returns, so a
+// hook may gather into a fresh buffer and bind it there; after_* may release
+// it (the model keeps no parameter pointer between stages). When
+// after_backward(g) runs, group g's gradients are final for this backward:
+// group L+1 at its stage, group 0 last of all (the head's share of dwte came
+// first, the encoder's last). A hook's non-OK status aborts the pass and is
+// returned (the activations are then invalid: run forward again).
+// Activations (saved tensors) are owned by the model, not by groups, so a
+// ZeRO stage need not keep parameters alive between forward and backward;
+// it must present the same values again for the backward.
+//
+// == Semantics ==
+// forward: loss = mean over tokens with target >= 0 of the cross-entropy
+// (targets < 0 are ignored); per-token losses in losses(). targets may be
+// null (inference: loss is NaN, logits() valid, no backward).
+// backward(dloss): ADDS d(dloss · loss)/dθ into the gradient buffers, so
+// calling it after each of k micro-batch forwards with dloss = 1/k
+// accumulates the mean over the k micro-batches; zero_gradients() starts
+// over. Each forward allows exactly one backward.
+//
+// Thread-safety: none; one model per thread. Distinct models are
+// independent (the kernels' GEMM cache is shared and locked).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <span>
+#include <vector>
+
+#include "common/status.h"
+#include "model/activations.h"
+#include "model/gpt_config.h"
+#include "model/param_layout.h"
+#include "tensor/aligned_buffer.h"
+
+namespace zerotrain::model {
+
+struct GptModelOptions {
+  int64_t max_batch = 1;       // largest B forward() accepts
+  int64_t max_seq = 0;         // largest T; 0 means cfg.seq_len
+  bool own_parameters = true;  // allocate a parameter buffer (else bind one)
+  bool own_gradients = true;   // allocate a gradient buffer (else bind one)
+};
+
+// Callbacks around each stage (see above); empty ones are skipped.
+struct GroupHooks {
+  std::function<Status(int group)> before_forward;
+  std::function<Status(int group)> after_forward;
+  std::function<Status(int group)> before_backward;
+  std::function<Status(int group)> after_backward;
+};
+
+enum class Pass { kForward, kBackward };
+
+struct MemoryStats {
+  int64_t parameter_bytes = 0;   // owned parameter buffer (0 if bound by caller)
+  int64_t gradient_bytes = 0;    // owned gradient buffer (0 if bound by caller)
+  int64_t activation_bytes = 0;  // saved activations + backward scratch, for max B, T
+  int64_t layout_bytes = 0;      // bytes of one full flat buffer (layout().total_bytes())
+};
+
+class GptModel {
+ public:
+  // InvalidArgument for an invalid config or options (max_seq > seq_len,
+  // max_batch < 1); Internal if a buffer cannot be allocated.
+  static StatusOr<GptModel> create(const GptConfig& cfg, const GptModelOptions& options = {});
+
+  const GptConfig& config() const { return cfg_; }
+  const ParamLayout& layout() const { return layout_; }
+  int num_groups() const { return layout_.num_groups(); }
+
+  // Flat buffers: the owned one, or the one last given to set_*(flat);
+  // nullptr when groups were bound one by one or nothing is bound.
+  float* parameters() const { return flat_params_; }
+  float* gradients() const { return flat_grads_; }
+  float* group_parameters(int g) const { return param_base_[g]; }
+  float* group_gradients(int g) const { return grad_base_[g]; }
+  // flat == nullptr rebinds the owned buffer (or unbinds if none).
+  void set_parameters(float* flat);
+  void set_gradients(float* flat);
+  void set_group_parameters(int g, float* base);
+  void set_group_gradients(int g, float* base);
+  void set_hooks(GroupHooks hooks) { hooks_ = std::move(hooks); }
+
+  // Fills the bound parameters (every group) from seed; see init.h.
+  void init_parameters(uint64_t seed);
+  // Zeroes the bound gradients of every group.
+  void zero_gradients();
+
+  // tokens, targets: [B,T] row-major; copied, so they may be freed after.
+  // InvalidArgument for B, T out of range, a token outside [0, V) or a
+  // target >= V (naming b, t), or an unbound group.
+  StatusOr<float> forward(const int32_t* tokens, const int32_t* targets, int64_t B, int64_t T);
+  // InvalidArgument if there was no forward with targets since the last
+  // backward.
+  Status backward(float dloss = 1.0f);
+
+  std::span<const float> losses() const;                // [B*T] of the last forward
+  const float* logits() const { return acts_.logits; }  // [B,T,Vp]; until backward
+  MemoryStats memory() const;
+  // Activation + scratch bytes a model of cfg needs for (B, T).
+  static int64_t activation_bytes(const GptConfig& cfg, int64_t B, int64_t T);
+
+  // Groups whose parameters stage `stage` reads in `pass`, and whose
+  // gradients its backward adds into (see the header comment).
+  std::vector<int> param_groups_read(int stage, Pass pass) const;
+  std::vector<int> grad_groups_written(int stage) const;
+
+ private:
+  GptModel(const GptConfig& cfg, const GptModelOptions& options);
+  Status run_hook(const std::function<Status(int)>& hook, int g) const;
+  Status check_bound(int stage, Pass pass) const;
+  // Per-stage compute (gpt_forward.cc, gpt_backward.cc).
+  Status forward_encoder();
+  Status forward_block(int64_t l);
+  Status forward_head();
+  Status backward_head();
+  Status backward_block(int64_t l);
+  void backward_encoder();
+  const float* p(const TensorInfo& t) const;  // parameter tensor address
+  float* g(const TensorInfo& t) const;        // gradient tensor address
+
+  GptConfig cfg_;
+  GptModelOptions options_;
+  ParamLayout layout_;
+  tensor::AlignedBuffer<float> own_params_, own_grads_, act_buffer_;
+  float* flat_params_ = nullptr;
+  float* flat_grads_ = nullptr;
+  std::vector<float*> param_base_, grad_base_;  // [num_groups]
+  GroupHooks hooks_;
+  Activations acts_;
+  std::vector<int32_t> tokens_, targets_;  // [B*T] of the current pass
+  int64_t B_ = 0, T_ = 0, valid_targets_ = 0;
+  float dloss_per_token_ = 0.0f;
+  bool backward_ready_ = false;
+};
+
+}  // namespace zerotrain::model

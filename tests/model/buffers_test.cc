@@ -1,0 +1,200 @@
+// GptModel with parameters and gradients bound group by group, the way
+// ZeRO stage 3 drives it: hooks gather each group into a fresh buffer
+// before use and release (poison) it after, so any parameter read outside
+// the documented stages would show up as NaN; plus error paths and memory.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "model/gpt_model.h"
+#include "model/reference_gpt.h"
+
+namespace zerotrain::model {
+namespace {
+
+using testing::micro_config;
+using testing::random_tokens;
+
+constexpr int B = 2, T = 5;
+
+GptModel make(bool own) {
+  StatusOr<GptModel> m = GptModel::create(
+      micro_config(), {.max_batch = B, .max_seq = T, .own_parameters = own, .own_gradients = own});
+  ZT_CHECK(m.ok(), m.status().to_string());
+  return std::move(m).value();
+}
+
+// A fake stage-3 partitioner: the master copy lives in `master`; each
+// gather allocates a group buffer, each release poisons and drops it.
+class FakeStage3 {
+ public:
+  FakeStage3(GptModel* m, const float* master) : m_(m), master_(master) {}
+
+  GroupHooks hooks() {
+    return {[this](int s) { return gather(s, Pass::kForward); },
+            [this](int s) { return release(s, Pass::kForward); },
+            [this](int s) { return gather(s, Pass::kBackward); },
+            [this](int s) { return release(s, Pass::kBackward); }};
+  }
+  int max_live = 0;
+  std::vector<int> grads_final;  // groups in after_backward order
+
+ private:
+  Status gather(int stage, Pass pass) {
+    for (int g : m_->param_groups_read(stage, pass)) {
+      const GroupInfo& gi = m_->layout().groups()[g];
+      auto buf = std::make_unique<tensor::AlignedBuffer<float>>(gi.numel);
+      std::memcpy(buf->data(), master_ + gi.offset, gi.numel * sizeof(float));
+      m_->set_group_parameters(g, buf->data());
+      live_[g] = std::move(buf);
+    }
+    max_live = std::max(max_live, static_cast<int>(live_.size()));
+    return ok_status();
+  }
+  Status release(int stage, Pass pass) {
+    if (pass == Pass::kBackward) grads_final.push_back(stage);
+    for (int g : m_->param_groups_read(stage, pass)) {
+      // Poison instead of freeing so a stale read yields NaN, not a crash.
+      auto& buf = live_.at(g);
+      std::fill(buf->begin(), buf->end(), std::numeric_limits<float>::quiet_NaN());
+      graveyard_.push_back(std::move(buf));
+      live_.erase(g);
+      m_->set_group_parameters(g, nullptr);
+    }
+    return ok_status();
+  }
+  GptModel* m_;
+  const float* master_;
+  std::map<int, std::unique_ptr<tensor::AlignedBuffer<float>>> live_;
+  std::vector<std::unique_ptr<tensor::AlignedBuffer<float>>> graveyard_;
+};
+
+TEST(GptModelBuffers, Stage3StyleGatherReleaseMatchesFlatBuffers) {
+  const std::vector<int32_t> tokens = random_tokens(B * T, 23, 3);
+  const std::vector<int32_t> targets = random_tokens(B * T, 23, 4);
+  GptModel flat = make(true);
+  flat.init_parameters(77);
+  flat.zero_gradients();
+  const float want = *flat.forward(tokens.data(), targets.data(), B, T);
+  ASSERT_TRUE(flat.backward().ok());
+
+  GptModel m = make(false);
+  const ParamLayout& layout = m.layout();
+  // Gradients: one separate buffer per group.
+  std::vector<tensor::AlignedBuffer<float>> grads;
+  for (const GroupInfo& gi : layout.groups()) grads.emplace_back(gi.numel);
+  for (int g = 0; g < m.num_groups(); ++g) m.set_group_gradients(g, grads[g].data());
+  FakeStage3 zero(&m, flat.parameters());
+  m.set_hooks(zero.hooks());
+  StatusOr<float> got = m.forward(tokens.data(), targets.data(), B, T);
+  ASSERT_TRUE(got.ok()) << got.status().to_string();
+  ASSERT_TRUE(m.backward().ok());
+  EXPECT_EQ(*got, want);
+  EXPECT_EQ(zero.max_live, 2);  // the head stage holds ln_f and wte
+  EXPECT_EQ(zero.grads_final, (std::vector<int>{3, 2, 1, 0}));
+  for (const GroupInfo& gi : layout.groups()) {
+    EXPECT_EQ(
+        std::memcmp(grads[gi.index].data(), flat.gradients() + gi.offset, gi.numel * sizeof(float)),
+        0)
+        << gi.name;
+  }
+}
+
+TEST(GptModelBuffers, UnboundGroupAndHookErrorsAreReported) {
+  GptModel m = make(false);
+  const std::vector<int32_t> tok(B * T, 1);
+  StatusOr<float> r = m.forward(tok.data(), tok.data(), B, T);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("group 0 (embeddings) has no parameter buffer"),
+            std::string::npos)
+      << r.status().message();
+  tensor::AlignedBuffer<float> p(m.layout().total_numel());
+  m.set_parameters(p.data());
+  m.init_parameters(1);
+  ASSERT_TRUE(m.forward(tok.data(), tok.data(), B, T).ok());
+  Status s = m.backward();
+  EXPECT_NE(s.message().find("group 3 (ln_f) has no gradient buffer"), std::string::npos)
+      << s.message();
+
+  m.set_hooks({.before_forward = [](int g) {
+    return g == 2 ? unavailable("rank 1 died during the all-gather") : ok_status();
+  }});
+  r = m.forward(tok.data(), tok.data(), B, T);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kUnavailable);
+  EXPECT_NE(r.status().message().find("group hook for group 2"), std::string::npos);
+  EXPECT_NE(r.status().message().find("rank 1 died"), std::string::npos);
+  EXPECT_FALSE(m.backward().ok()) << "a failed forward must not allow a backward";
+}
+
+TEST(GptModelBuffers, ArgumentErrorsNameTheProblem) {
+  GptModel m = make(true);
+  m.init_parameters(1);
+  std::vector<int32_t> tok(B * T, 1), tgt(B * T, 2);
+  EXPECT_NE(m.backward().message().find("needs a forward with targets"), std::string::npos);
+  EXPECT_NE(m.forward(tok.data(), tgt.data(), B + 1, T).status().message().find("B=3, T=5"),
+            std::string::npos);
+  tok[1 * T + 2] = 23;  // == V: out of range at (b=1, t=2)
+  const std::string bad = m.forward(tok.data(), tgt.data(), B, T).status().message();
+  EXPECT_NE(bad.find("23"), std::string::npos) << bad;
+  tok[1 * T + 2] = 1;
+  ASSERT_TRUE(m.forward(tok.data(), tgt.data(), B, T).ok());
+  ASSERT_TRUE(m.backward().ok());
+  EXPECT_FALSE(m.backward().ok()) << "one backward per forward";
+  StatusOr<GptModel> too_long = GptModel::create(micro_config(), {.max_seq = 9});
+  ASSERT_FALSE(too_long.ok());
+  EXPECT_NE(too_long.status().message().find("max_seq must be in [1, seq_len=8], got 9"),
+            std::string::npos);
+}
+
+TEST(GptModelBuffers, InferenceAndIgnoredTargets) {
+  GptModel m = make(true);
+  m.init_parameters(2);
+  m.zero_gradients();
+  const std::vector<int32_t> tok = random_tokens(B * T, 23, 5);
+  StatusOr<float> r = m.forward(tok.data(), nullptr, B, T);
+  ASSERT_TRUE(r.ok());
+  EXPECT_TRUE(std::isnan(*r));
+  EXPECT_FALSE(m.backward().ok());
+  // Logits of the last position stay finite and the padding columns are 0
+  // (wte's padded rows are zero).
+  const float* last = m.logits() + (B * T - 1) * 32;
+  for (int v = 23; v < 32; ++v) EXPECT_EQ(last[v], 0.0f);
+  const std::vector<int32_t> ignored(B * T, -1);
+  r = m.forward(tok.data(), ignored.data(), B, T);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(*r, 0.0f);
+  ASSERT_TRUE(m.backward().ok());
+  for (int64_t i = 0; i < m.layout().total_numel(); ++i) ASSERT_EQ(m.gradients()[i], 0.0f) << i;
+}
+
+TEST(GptModelBuffers, MemoryAccountingMatchesTheArrays) {
+  const GptConfig cfg = micro_config();
+  GptModel m = make(true);
+  const MemoryStats mem = m.memory();
+  EXPECT_EQ(mem.parameter_bytes, m.layout().total_bytes());
+  EXPECT_EQ(mem.gradient_bytes, m.layout().total_bytes());
+  EXPECT_EQ(mem.activation_bytes, GptModel::activation_bytes(cfg, B, T));
+  // Saved per layer: ln1, qkv(3), atty, res2, ln2, fch(4), fch_gelu(4), res3 = 16·BTC,
+  // 4 row statistics, att NH·T²·B; head: encoded, lnf, 2 stats, logits BT·Vp, losses,
+  // lse; scratch: proj, dres, dln, datty, dqkv(3), dfch(4), dfch_gelu(4) = 15·BTC.
+  const int64_t BT = B * T, C = cfg.n_embd, L = cfg.n_layer;
+  const int64_t floats = L * (16 * BT * C + 4 * BT + cfg.n_head * T * T * B) + 2 * BT * C + 4 * BT +
+                         BT * cfg.padded_vocab + 15 * BT * C;
+  const int64_t arrays = 13 * L + 14;  // each padded to 16 floats at most
+  EXPECT_GE(mem.activation_bytes, floats * 4);
+  EXPECT_LT(mem.activation_bytes, (floats + 16 * arrays) * 4);
+  // gpt2 at B=1, T=1024: dominated by the 12 attention maps (12·12·1024² floats).
+  const int64_t g = GptModel::activation_bytes(*preset("gpt2"), 1, 1024);
+  EXPECT_GT(g, 12LL * 12 * 1024 * 1024 * 4);
+  EXPECT_LT(g, 2LL << 30);
+}
+
+}  // namespace
+}  // namespace zerotrain::model
