@@ -1,0 +1,75 @@
+// ZeRO stage 0: in-place all-reduce of the flat gradient buffer.
+#include "engine/data_parallel.h"
+
+#include <cmath>
+#include <cstring>
+
+#include "engine/precision.h"
+#include "optim/grad_utils.h"
+
+namespace zerotrain::engine {
+
+StatusOr<std::unique_ptr<DataParallelStrategy>> DataParallelStrategy::create(
+    const DataParallelOptions& o) {
+  if (o.model == nullptr || o.comm == nullptr)
+    return invalid_argument("DataParallelStrategy: model and comm are required");
+  if (o.model->parameters() == nullptr || o.model->gradients() == nullptr)
+    return invalid_argument(
+        "DataParallelStrategy: the model needs flat parameter and gradient buffers "
+        "(GptModelOptions own_parameters/own_gradients, or set_parameters/set_gradients)");
+  if (o.state_count < 0) return invalid_argument("DataParallelStrategy: state_count < 0");
+  if (!(o.predivide_factor > 0) || !std::isfinite(o.predivide_factor))
+    return invalid_argument("gradient_predivide_factor: must be a positive number, got " +
+                            std::to_string(o.predivide_factor));
+  std::unique_ptr<DataParallelStrategy> s(new DataParallelStrategy(o));
+  const size_t n = static_cast<size_t>(o.model->layout().total_numel());
+  s->params_ = {o.model->parameters(), n};
+  s->grads_ = {o.model->gradients(), n};
+  if (o.comm->world_size() > 1) ZT_RETURN_IF_ERROR(o.comm->broadcast(s->params_, 0));
+  if (o.dtype == config::DType::kFp32) {
+    s->master_ = s->params_;
+  } else {
+    ZT_ASSIGN_OR_RETURN(s->own_master_, tensor::AlignedBuffer<float>::allocate(n));
+    std::memcpy(s->own_master_.data(), s->params_.data(), s->params_.size_bytes());
+    s->master_ = s->own_master_.span();
+    ZT_RETURN_IF_ERROR(s->publish_parameters());
+  }
+  for (int i = 0; i < o.state_count; ++i) {
+    ZT_ASSIGN_OR_RETURN(tensor::AlignedBuffer<float> b, tensor::AlignedBuffer<float>::allocate(n));
+    s->states_.push_back(std::move(b));
+    s->state_spans_.push_back(s->states_.back().span());
+  }
+  return s;
+}
+
+Status DataParallelStrategy::reduce_gradients() {
+  comm::Communicator& c = *options_.comm;
+  if (c.world_size() == 1) return Status();
+  if (options_.allreduce_op == config::AllreduceOp::kSum)
+    return c.allreduce(grads_, comm::ReduceOp::kSum);
+  const double f = options_.predivide_factor;
+  if (f == 1.0) return c.allreduce(grads_, comm::ReduceOp::kAvg);
+  // DeepSpeed's predivide: shrink before the sum (fp16 headroom), finish after.
+  optim::scale_in_place(grads_, static_cast<float>(1.0 / f));
+  ZT_RETURN_IF_ERROR(c.allreduce(grads_, comm::ReduceOp::kSum));
+  optim::scale_in_place(grads_, static_cast<float>(f / c.world_size()));
+  return Status();
+}
+
+Status DataParallelStrategy::publish_parameters() {
+  if (master_.data() != params_.data()) round_through(options_.dtype, master_, params_);
+  return Status();
+}
+
+void DataParallelStrategy::zero_gradients() { options_.model->zero_gradients(); }
+
+ModelStateBytes DataParallelStrategy::model_state_bytes() const {
+  ModelStateBytes b;
+  b.parameters = static_cast<int64_t>(params_.size_bytes());
+  b.gradients = static_cast<int64_t>(grads_.size_bytes());
+  b.master_weights = static_cast<int64_t>(own_master_.size_bytes());
+  for (const auto& s : states_) b.optimizer_states += static_cast<int64_t>(s.size_bytes());
+  return b;
+}
+
+}  // namespace zerotrain::engine

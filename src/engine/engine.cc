@@ -1,0 +1,178 @@
+// Engine: micro-step bookkeeping and the boundary step (see engine.h).
+#include "engine/engine.h"
+
+#include <cmath>
+#include <limits>
+#include <string>
+
+#include "engine/builders.h"
+#include "engine/data_parallel.h"
+#include "engine/precision.h"
+#include "engine/threads.h"
+#include "optim/grad_utils.h"
+
+namespace zerotrain::engine {
+
+Engine::~Engine() = default;
+
+namespace {
+
+Status check_supported(const config::Config& config, const comm::Communicator& comm) {
+  if (config.zero.stage != 0)
+    return invalid_argument("zero_optimization.stage: stage " + std::to_string(config.zero.stage) +
+                            " is not supported yet (this engine implements stage 0, data "
+                            "parallel all-reduce)");
+  if (config.batch.world_size != comm.world_size())
+    return invalid_argument("the config's batch sizes were solved for world size " +
+                            std::to_string(config.batch.world_size) + " but the communicator has " +
+                            std::to_string(comm.world_size()) +
+                            " ranks (pass TrainerArgs.world_size)");
+  if (config.batch.gradient_accumulation_steps < 1)
+    return invalid_argument("gradient_accumulation_steps: must be >= 1");
+  return Status();
+}
+
+}  // namespace
+
+StatusOr<std::unique_ptr<Engine>> Engine::create(const config::Config& config,
+                                                 model::GptModel* model, comm::Communicator* comm,
+                                                 const EngineOptions& options) {
+  if (model == nullptr || comm == nullptr)
+    return invalid_argument("Engine::create: model and comm are required");
+  ZT_RETURN_IF_ERROR(check_supported(config, *comm));
+  if (options.configure_threads)
+    configure_compute_threads(options.local_ranks > 0 ? options.local_ranks : 0);
+
+  std::unique_ptr<Engine> e(new Engine());
+  e->config_ = config;
+  e->model_ = model;
+  e->comm_ = comm;
+  e->gas_ = config.batch.gradient_accumulation_steps;
+  ZT_ASSIGN_OR_RETURN(optim::OptimizerOptions opt_options, optimizer_options(config.optimizer));
+  ZT_ASSIGN_OR_RETURN(e->optimizer_, optim::make_optimizer(opt_options));
+  ZT_ASSIGN_OR_RETURN(e->scheduler_, make_scheduler(config.scheduler, e->optimizer_->lr()));
+  ZT_ASSIGN_OR_RETURN(e->scaler_, make_scaler(config, comm->rank() == 0));
+
+  DataParallelOptions dp;
+  dp.model = model;
+  dp.comm = comm;
+  dp.dtype = config.model_dtype();
+  dp.state_count = e->optimizer_->state_count();
+  dp.allreduce_op = config.gradient_allreduce_op;
+  dp.predivide_factor = config.prescale_gradients ? config.gradient_predivide_factor : 1.0;
+  ZT_ASSIGN_OR_RETURN(e->strategy_, DataParallelStrategy::create(dp));
+
+  // DeepSpeed's schedulers write their initial lr at construction.
+  if (e->scheduler_) optim::apply_lr(*e->scheduler_, *e->optimizer_);
+  e->strategy_->zero_gradients();
+  return e;
+}
+
+StatusOr<float> Engine::forward(const int32_t* tokens, const int32_t* targets, int64_t B,
+                                int64_t T) {
+  backward_pending_ = false;
+  ZT_ASSIGN_OR_RETURN(float loss, model_->forward(tokens, targets, B, T));
+  backward_pending_ = targets != nullptr;
+  return loss;
+}
+
+Status Engine::backward() {
+  if (!backward_pending_)
+    return invalid_argument("Engine::backward: no forward() with targets since the last backward");
+  backward_pending_ = false;
+  const double dloss = scaler_->loss_scale() / static_cast<double>(gas_);
+  ZT_RETURN_IF_ERROR(model_->backward(static_cast<float>(dloss)));
+  return strategy_->after_backward(is_gradient_accumulation_boundary());
+}
+
+Status Engine::step() {
+  const bool boundary = is_gradient_accumulation_boundary();
+  ++micro_steps_;
+  if (boundary) ZT_RETURN_IF_ERROR(boundary_step());
+  return Status();
+}
+
+StatusOr<float> Engine::evaluate(const int32_t* tokens, const int32_t* targets, int64_t B,
+                                 int64_t T) {
+  if (backward_pending_)
+    return invalid_argument(
+        "Engine::evaluate: a forward awaits its backward; evaluate between "
+        "optimizer steps");
+  return model_->forward(tokens, targets, B, T);
+}
+
+bool Engine::is_gradient_accumulation_boundary() const { return (micro_steps_ + 1) % gas_ == 0; }
+
+StatusOr<bool> Engine::any_rank_overflowed(std::span<const float> grads) {
+  float flag = optim::has_inf_or_nan(grads) ? 1.0f : 0.0f;
+  // Unpartitioned grads are identical on every rank after the reduce, so
+  // the local flag already is the max over ranks.
+  if (strategy_->gradients_partitioned() && comm_->world_size() > 1)
+    ZT_RETURN_IF_ERROR(comm_->allreduce(std::span<float>(&flag, 1), comm::ReduceOp::kMax));
+  return flag != 0.0f;
+}
+
+StatusOr<double> Engine::grad_norm(std::span<const float> grads) {
+  double sq = optim::squared_l2_norm(grads);
+  if (strategy_->gradients_partitioned() && comm_->world_size() > 1) {
+    // fp32 on the wire; the partial sums are already accumulated in double.
+    float f = static_cast<float>(sq);
+    ZT_RETURN_IF_ERROR(comm_->allreduce(std::span<float>(&f, 1), comm::ReduceOp::kSum));
+    sq = f;
+  }
+  return std::sqrt(sq);
+}
+
+Status Engine::boundary_step() {
+  StepInfo info;
+  info.loss_scale = scaler_->loss_scale();
+  info.lr = optimizer_->lr();
+  ZT_RETURN_IF_ERROR(strategy_->reduce_gradients());
+  std::span<float> grads = strategy_->owned_gradients();
+  if (config_.fp16.enabled) round_through_in_place(config::DType::kFp16, grads);
+
+  ZT_ASSIGN_OR_RETURN(info.overflow, any_rank_overflowed(grads));
+  ZT_ASSIGN_OR_RETURN(bool skip, scaler_->update(info.overflow));
+  ++global_steps_;
+  if (skip) {
+    ++skipped_steps_;
+    info.skipped = true;
+    info.grad_norm = std::numeric_limits<double>::quiet_NaN();
+    strategy_->zero_gradients();
+    last_step_ = info;
+    return Status();
+  }
+
+  ZT_ASSIGN_OR_RETURN(const double norm, grad_norm(grads));
+  info.grad_norm = norm / info.loss_scale;
+  const double clip = config_.gradient_clipping;
+  const double factor = optim::clip_coefficient(norm, info.loss_scale, clip) * info.loss_scale;
+  if (factor != 1.0) {
+    std::span<float> one[] = {grads};
+    optim::unscale_and_clip(one, norm, info.loss_scale, clip);
+  }
+
+  optimizer_->begin_step();
+  ZT_RETURN_IF_ERROR(optimizer_->update(strategy_->owned_master(),
+                                        tensor::make_view(std::span<const float>(grads)),
+                                        strategy_->optimizer_states()));
+  if (scheduler_) {
+    scheduler_->step();
+    optim::apply_lr(*scheduler_, *optimizer_);
+  }
+  ZT_RETURN_IF_ERROR(strategy_->publish_parameters());
+  strategy_->zero_gradients();
+  last_step_ = info;
+  return Status();
+}
+
+MemoryReport Engine::memory() const {
+  MemoryReport r;
+  r.model_states = strategy_->model_state_bytes();
+  r.activation_bytes = model_->memory().activation_bytes;
+  r.numel = model_->layout().total_numel();
+  r.formula_bytes = 16 * r.numel;  // stage 0: 2Ψ + 2Ψ + 12Ψ (DESIGN.md)
+  return r;
+}
+
+}  // namespace zerotrain::engine

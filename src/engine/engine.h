@@ -1,0 +1,134 @@
+// Engine: DeepSpeed's engine for one rank — built from a typed ds_config, a
+// GptModel and a Communicator (like deepspeed.initialize), it runs
+// forward / backward / step with gradient accumulation, data parallelism
+// (ZeRO stage 0: all-reduce), loss scaling and clipping:
+//
+//   ZT_ASSIGN_OR_RETURN(auto engine, Engine::create(cfg, &model, comm.get()));
+//   for (;;) {                                    // one micro-batch per pass
+//     ZT_ASSIGN_OR_RETURN(float loss, engine->forward(tokens, targets, B, T));
+//     ZT_RETURN_IF_ERROR(engine->backward());     // d(loss * scale / gas)
+//     ZT_RETURN_IF_ERROR(engine->step());         // acts at the boundary only
+//   }
+//
+// step() at a gradient-accumulation boundary (reference §3.1):
+//   1. reduce gradients over ranks (ZeroStrategy; stage 0: all-reduce mean);
+//      fp16: round them through fp16 (so > 65504 overflows, see precision.h)
+//   2. overflow = any inf/nan (max over ranks when partitioned); the loss
+//      scaler's update(overflow) decides a skip: then grads are zeroed,
+//      global_steps and skipped_steps count it, the scheduler does NOT step
+//   3. norm = global L2 norm of the scaled grads; one multiply unscales and
+//      clips: g *= 1 / (max(1, (norm/scale + 1e-6) / gradient_clipping) * scale)
+//   4. optimizer step on the fp32 master weights; scheduler step; new lr
+//   5. publish: the model's buffer gets the master weights rounded to the
+//      model dtype (bf16/fp16 values in fp32 storage: the model layer has no
+//      16-bit GEMM path, so it computes in fp32 from the rounded weights)
+// Precision: fp32 (the model buffer is the master), bf16 and fp16 (fp32
+// master weights and optimizer states, fp32 gradients). fp32 and bf16 (with
+// check_grad_overflow) also skip a step whose gradients are not finite.
+//
+// zero_optimization.stage > 0 is InvalidArgument ("not supported yet").
+// Thread-safety: none; one engine per rank, driven by one thread. Create()
+// sets this thread's OpenMP thread count (see threads.h) unless disabled.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+
+#include "comm/communicator.h"
+#include "common/status.h"
+#include "config/config.h"
+#include "engine/zero_strategy.h"
+#include "model/gpt_model.h"
+#include "optim/loss_scaler.h"
+#include "optim/lr_scheduler.h"
+#include "optim/optimizer.h"
+
+namespace zerotrain::engine {
+
+struct EngineOptions {
+  // Set OpenMP threads to cores / local ranks unless OMP_NUM_THREADS is set.
+  bool configure_threads = true;
+  int local_ranks = 0;  // 0: LOCAL_WORLD_SIZE, else the world size
+};
+
+// Per-rank memory the engine accounts for.
+struct MemoryReport {
+  ModelStateBytes model_states;
+  int64_t activation_bytes = 0;  // the model's saved activations + scratch (max B, T)
+  int64_t numel = 0;             // Ψ: elements of the flat parameter buffer
+  // DESIGN.md's per-rank model-state formula for this stage (stage 0: 16Ψ).
+  int64_t formula_bytes = 0;
+  int64_t total() const { return model_states.total() + activation_bytes; }
+};
+
+// What the last boundary step did.
+struct StepInfo {
+  bool overflow = false;  // gradients were not finite (max over ranks)
+  bool skipped = false;   // no optimizer step was taken
+  double grad_norm = 0;   // unscaled global L2 norm before clipping (NaN on overflow)
+  double loss_scale = 1;  // scale the gradients carried
+  double lr = 0;          // lr the optimizer step used
+};
+
+class Engine {
+ public:
+  // The model must have flat parameter and gradient buffers with the
+  // initial weights in them (rank 0's are broadcast). InvalidArgument for
+  // stage > 0, a config solved for another world size, or no optimizer.
+  static StatusOr<std::unique_ptr<Engine>> create(const config::Config& config,
+                                                  model::GptModel* model, comm::Communicator* comm,
+                                                  const EngineOptions& options = {});
+  ~Engine();
+
+  // The micro-batch's mean loss (unscaled). tokens, targets: [B, T].
+  StatusOr<float> forward(const int32_t* tokens, const int32_t* targets, int64_t B, int64_t T);
+  // Backward of the last forward with dloss = loss_scale / gas.
+  Status backward();
+  // Counts the micro-step; at the boundary, the step described above.
+  Status step();
+  // Forward only, no state change (validation). The model's activations
+  // are overwritten: call it between optimizer steps, not mid-micro-step.
+  StatusOr<float> evaluate(const int32_t* tokens, const int32_t* targets, int64_t B, int64_t T);
+
+  // True while the current micro-batch (forward/backward/step not yet
+  // called) is the last of its optimizer step, as in DeepSpeed.
+  bool is_gradient_accumulation_boundary() const;
+  int64_t micro_steps() const { return micro_steps_; }
+  int64_t global_steps() const { return global_steps_; }  // boundaries, skipped included
+  int64_t skipped_steps() const { return skipped_steps_; }
+  double get_lr() const { return optimizer_->lr(); }  // lr of the next step
+  double loss_scale() const { return scaler_->loss_scale(); }
+  const StepInfo& last_step() const { return last_step_; }
+  int64_t gradient_accumulation_steps() const { return gas_; }
+  MemoryReport memory() const;
+
+  const config::Config& config() const { return config_; }
+  model::GptModel& model() { return *model_; }
+  comm::Communicator& comm() { return *comm_; }
+  ZeroStrategy& strategy() { return *strategy_; }
+  optim::Optimizer& optimizer() { return *optimizer_; }
+  optim::LrScheduler* scheduler() { return scheduler_.get(); }  // null: constant lr
+  optim::LossScaler& scaler() { return *scaler_; }
+
+ private:
+  Engine() = default;
+  Status boundary_step();
+  StatusOr<bool> any_rank_overflowed(std::span<const float> grads);
+  StatusOr<double> grad_norm(std::span<const float> grads);
+
+  config::Config config_;
+  model::GptModel* model_ = nullptr;
+  comm::Communicator* comm_ = nullptr;
+  std::unique_ptr<ZeroStrategy> strategy_;
+  std::unique_ptr<optim::Optimizer> optimizer_;
+  std::unique_ptr<optim::LrScheduler> scheduler_;
+  std::unique_ptr<optim::LossScaler> scaler_;
+  int64_t gas_ = 1;
+  int64_t micro_steps_ = 0;
+  int64_t global_steps_ = 0;
+  int64_t skipped_steps_ = 0;
+  bool backward_pending_ = false;  // forward done, backward not yet
+  StepInfo last_step_;
+};
+
+}  // namespace zerotrain::engine

@@ -1,0 +1,18 @@
+// Compute threads per rank: ranks × threads = cores, unless the user set
+// OMP_NUM_THREADS (then OpenMP already follows it and nothing changes).
+//
+//   int threads = configure_compute_threads(/*local_ranks=*/2);  // 1 on 2 cores
+//
+// Thread-safety: omp_set_num_threads affects the calling thread (and the
+// parallel regions it starts) only.
+#pragma once
+
+namespace zerotrain::engine {
+
+// CPUs this process may run on (sched_getaffinity), at least 1.
+int available_cores();
+// Local ranks from LOCAL_WORLD_SIZE when `local_ranks` <= 0 (else 1).
+// Returns the thread count now in effect.
+int configure_compute_threads(int local_ranks);
+
+}  // namespace zerotrain::engine

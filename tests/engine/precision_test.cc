@@ -1,0 +1,149 @@
+// Mixed precision in the engine: fp16 dynamic loss scaling with an injected
+// overflow (skip, scheduler not stepped, hysteresis then halving), the fp16
+// range overflow of a too-large scale, bf16 rounded compute weights over fp32
+// masters, bf16 check_grad_overflow.
+#include "engine/precision.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+
+#include "comm/gloo_communicator.h"
+#include "engine/engine.h"
+#include "engine/engine_test_util.h"
+#include "tensor/half.h"
+
+namespace zerotrain::engine {
+namespace {
+
+using testutil::copy;
+using testutil::make_model;
+using testutil::parse;
+using testutil::tokens;
+
+constexpr int64_t B = 2, T = 16;
+
+struct Rig {
+  std::unique_ptr<comm::Communicator> comm;
+  model::GptModel model = make_model(B);
+  std::unique_ptr<Engine> engine;
+  explicit Rig(const std::string& precision) {
+    auto c = comm::create_gloo_communicator(comm::CommOptions{});
+    ZT_CHECK(c.ok(), c.status().to_string());
+    comm = std::move(c).value();
+    auto e = Engine::create(parse(R"({"train_batch_size": 2, "gradient_clipping": 1.0, )" +
+                                  precision + R"(, "optimizer": {"type": "AdamW",
+        "params": {"lr": 0.01}}, "scheduler": {"type": "WarmupLR", "params": {
+        "warmup_min_lr": 0.001, "warmup_max_lr": 0.01, "warmup_num_steps": 10,
+        "warmup_type": "linear"}}})"),
+                            &model, comm.get());
+    ZT_CHECK(e.ok(), e.status().to_string());
+    engine = std::move(e).value();
+  }
+  // One micro-step (= one optimizer step, gas 1); poison a gradient first if asked.
+  void step(int seed, bool inject_inf) {
+    const auto x = tokens(B * T, seed), y = tokens(B * T, seed + 1000);
+    ASSERT_TRUE(engine->forward(x.data(), y.data(), B, T).ok());
+    ASSERT_TRUE(engine->backward().ok());
+    if (inject_inf) model.gradients()[5] = std::numeric_limits<float>::infinity();
+    Status s = engine->step();
+    ASSERT_TRUE(s.ok()) << s.to_string();
+  }
+  std::vector<float> weights() const {
+    return copy(model.parameters(), model.layout().total_numel());
+  }
+};
+
+TEST(EnginePrecision, Fp16OverflowSkipsStepAndHalvesAfterHysteresis) {
+  Rig r(R"("fp16": {"enabled": true, "initial_scale_power": 8, "hysteresis": 2,
+      "loss_scale_window": 1000})");
+  Engine& e = *r.engine;
+  EXPECT_EQ(e.loss_scale(), 256.0);
+  const double lr0 = e.get_lr();
+  const std::vector<float> w0 = r.weights();
+
+  r.step(1, /*inject_inf=*/true);  // hysteresis 2 -> 1: scale kept
+  EXPECT_TRUE(e.last_step().overflow);
+  EXPECT_TRUE(e.last_step().skipped);
+  EXPECT_EQ(r.weights(), w0);
+  EXPECT_EQ(e.global_steps(), 1);
+  EXPECT_EQ(e.skipped_steps(), 1);
+  EXPECT_EQ(e.scheduler()->last_batch_iteration(), -1);
+  EXPECT_EQ(e.get_lr(), lr0);
+  EXPECT_EQ(e.loss_scale(), 256.0);
+  for (int64_t i = 0; i < r.model.layout().total_numel(); ++i)
+    ASSERT_EQ(r.model.gradients()[i], 0.0f) << "gradients dropped after a skipped step";
+
+  r.step(2, /*inject_inf=*/true);  // hysteresis used up: halve
+  EXPECT_EQ(r.weights(), w0);
+  EXPECT_EQ(e.global_steps(), 2);
+  EXPECT_EQ(e.skipped_steps(), 2);
+  EXPECT_EQ(e.loss_scale(), 128.0);
+  EXPECT_EQ(e.scheduler()->last_batch_iteration(), -1);
+
+  r.step(3, /*inject_inf=*/false);  // clean: the step happens
+  EXPECT_FALSE(e.last_step().skipped);
+  EXPECT_EQ(e.last_step().loss_scale, 128.0);
+  EXPECT_NE(r.weights(), w0);
+  EXPECT_EQ(e.global_steps(), 3);
+  EXPECT_EQ(e.skipped_steps(), 2);
+  EXPECT_EQ(e.scheduler()->last_batch_iteration(), 0);
+  EXPECT_TRUE(std::isfinite(e.last_step().grad_norm));
+  // The compute weights are fp16 values (fp32 storage).
+  for (float w : r.weights()) ASSERT_EQ(w, tensor::to_float(tensor::to_half(w)));
+}
+
+// A scale of 2^40 pushes the scaled gradients past 65504: they overflow
+// when rounded through fp16, as they would in real fp16, without injection.
+TEST(EnginePrecision, Fp16ScaledGradientsBeyondRangeOverflow) {
+  Rig r(R"("fp16": {"enabled": true, "initial_scale_power": 40, "hysteresis": 1})");
+  const std::vector<float> w0 = r.weights();
+  r.step(1, false);
+  EXPECT_TRUE(r.engine->last_step().overflow);
+  EXPECT_EQ(r.weights(), w0);
+  EXPECT_EQ(r.engine->loss_scale(), std::ldexp(1.0, 39));
+}
+
+TEST(EnginePrecision, Bf16ComputesFromRoundedMasterWeights) {
+  Rig r(R"("bf16": {"enabled": true})");
+  r.step(1, false);
+  r.step(2, false);
+  std::span<float> master = r.engine->strategy().owned_master();
+  ASSERT_NE(master.data(), r.model.parameters());
+  const std::vector<float> w = r.weights();
+  int64_t differ = 0;
+  for (size_t i = 0; i < w.size(); ++i) {
+    const float rounded = tensor::to_float(tensor::to_bfloat16(master[i]));
+    ASSERT_EQ(w[i], rounded) << i;
+    differ += w[i] != master[i];
+  }
+  EXPECT_GT(differ, int64_t(w.size()) / 2) << "masters keep fp32 precision";
+  EXPECT_EQ(r.engine->loss_scale(), 1.0);
+}
+
+TEST(EnginePrecision, Bf16CheckGradOverflowSkips) {
+  Rig r(R"("bf16": {"enabled": true})");
+  const std::vector<float> w0 = r.weights();
+  r.step(1, true);
+  EXPECT_TRUE(r.engine->last_step().skipped);
+  EXPECT_EQ(r.weights(), w0);
+  EXPECT_EQ(r.engine->skipped_steps(), 1);
+}
+
+TEST(EnginePrecision, RoundThroughMatchesScalarConversions) {
+  std::vector<float> x(10000);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = std::sin(0.37 * i) * std::pow(10.0f, int(i % 9) - 4);
+  x[3] = 1e6f;  // beyond fp16: inf
+  std::vector<float> b(x.size()), h(x.size());
+  round_through(config::DType::kBf16, x, b);
+  round_through(config::DType::kFp16, x, h);
+  for (size_t i = 0; i < x.size(); ++i) {
+    ASSERT_EQ(b[i], tensor::to_float(tensor::to_bfloat16(x[i])));
+    ASSERT_EQ(h[i], tensor::to_float(tensor::to_half(x[i])));
+  }
+  EXPECT_TRUE(std::isinf(h[3]));
+}
+
+}  // namespace
+}  // namespace zerotrain::engine
