@@ -17,18 +17,18 @@ void zero(float* p, int64_t n) { std::memset(p, 0, static_cast<size_t>(n) * size
 
 Status GptModel::backward_head() {
   const int64_t B = B_, T = T_, C = cfg_.n_embd, Vp = cfg_.padded_vocab;
-  const TensorInfo& wte = layout_.tensor("wte.weight");
-  const TensorInfo& lnf_w = layout_.tensor("ln_f.weight");
+  const TensorInfo& wte = layout_.wte();
+  const TensorInfo& lnf_w = layout_.lnf_weight();
   const float* x = cfg_.n_layer > 0 ? acts_.layers.back().res3 : acts_.encoded;
   // dlogits overwrite the logits in place.
   kc::crossentropy_backward(acts_.logits, acts_.logits, acts_.ce_lse, targets_.data(),
                             dloss_per_token_, B, T, cfg_.vocab_size, Vp);
   zero(acts_.dln, B * T * C);
-  ZT_RETURN_IF_ERROR(kc::linear_backward(acts_.dln, g(wte), nullptr, acts_.logits, acts_.lnf,
-                                         p(wte), B, T, C, Vp));
+  ZT_RETURN_IF_ERROR(
+      linear_bwd(acts_.dln, g(wte), nullptr, acts_.logits, acts_.lnf, p(wte), C, Vp));
   zero(acts_.dres, B * T * C);
-  kc::layernorm_backward(acts_.dres, g(lnf_w), g(layout_.tensor("ln_f.bias")), acts_.dln, x,
-                         p(lnf_w), acts_.lnf_mean, acts_.lnf_rstd, B, T, C);
+  kc::layernorm_backward(acts_.dres, g(lnf_w), g(layout_.lnf_bias()), acts_.dln, x, p(lnf_w),
+                         acts_.lnf_mean, acts_.lnf_rstd, B, T, C);
   return ok_status();
 }
 
@@ -42,34 +42,34 @@ Status GptModel::backward_block(int64_t l) {
 
   // MLP: res3 = res2 + c_proj(gelu(c_fc(ln_2(res2)))); d res3 is in dres.
   zero(s.dfch_gelu, BT * 4 * C);
-  ZT_RETURN_IF_ERROR(kc::linear_backward(s.dfch_gelu, dw(kFcProjWeight), dw(kFcProjBias), s.dres,
-                                         a.fch_gelu, w(kFcProjWeight), B, T, 4 * C, C));
+  ZT_RETURN_IF_ERROR(linear_bwd(s.dfch_gelu, dw(kFcProjWeight), dw(kFcProjBias), s.dres, a.fch_gelu,
+                                w(kFcProjWeight), 4 * C, C));
   zero(s.dfch, BT * 4 * C);
   kc::gelu_backward(s.dfch, a.fch, s.dfch_gelu, BT * 4 * C);
   zero(s.dln, BT * C);
-  ZT_RETURN_IF_ERROR(kc::linear_backward(s.dln, dw(kFcWeight), dw(kFcBias), s.dfch, a.ln2,
-                                         w(kFcWeight), B, T, C, 4 * C));
+  ZT_RETURN_IF_ERROR(
+      linear_bwd(s.dln, dw(kFcWeight), dw(kFcBias), s.dfch, a.ln2, w(kFcWeight), C, 4 * C));
   // dres (= d res3, the residual branch) += ln_2's input gradient: d res2.
   kc::layernorm_backward(s.dres, dw(kLn2Weight), dw(kLn2Bias), s.dln, a.res2, w(kLn2Weight),
                          a.ln2_mean, a.ln2_rstd, B, T, C);
 
   // Attention: res2 = x + c_proj(attn(c_attn(ln_1(x)))).
   zero(s.datty, BT * C);
-  ZT_RETURN_IF_ERROR(kc::linear_backward(s.datty, dw(kAttnProjWeight), dw(kAttnProjBias), s.dres,
-                                         a.atty, w(kAttnProjWeight), B, T, C, C));
+  ZT_RETURN_IF_ERROR(linear_bwd(s.datty, dw(kAttnProjWeight), dw(kAttnProjBias), s.dres, a.atty,
+                                w(kAttnProjWeight), C, C));
   zero(s.dqkv, BT * 3 * C);
   ZT_RETURN_IF_ERROR(kc::attention_backward(s.dqkv, s.datty, a.qkv, a.att, B, T, C, NH));
   zero(s.dln, BT * C);
-  ZT_RETURN_IF_ERROR(kc::linear_backward(s.dln, dw(kAttnWeight), dw(kAttnBias), s.dqkv, a.ln1,
-                                         w(kAttnWeight), B, T, C, 3 * C));
+  ZT_RETURN_IF_ERROR(
+      linear_bwd(s.dln, dw(kAttnWeight), dw(kAttnBias), s.dqkv, a.ln1, w(kAttnWeight), C, 3 * C));
   kc::layernorm_backward(s.dres, dw(kLn1Weight), dw(kLn1Bias), s.dln, x, w(kLn1Weight), a.ln1_mean,
                          a.ln1_rstd, B, T, C);
   return ok_status();
 }
 
 void GptModel::backward_encoder() {
-  kc::encoder_backward(g(layout_.tensor("wte.weight")), g(layout_.tensor("wpe.weight")), acts_.dres,
-                       tokens_.data(), B_, T_, cfg_.n_embd);
+  kc::encoder_backward(g(layout_.wte()), g(layout_.wpe()), acts_.dres, tokens_.data(), B_, T_,
+                       cfg_.n_embd);
 }
 
 }  // namespace zerotrain::model

@@ -8,8 +8,8 @@ namespace zerotrain::model {
 namespace kc = kernels::cpu;
 
 Status GptModel::forward_encoder() {
-  return kc::encoder_forward(acts_.encoded, tokens_.data(), p(layout_.tensor("wte.weight")),
-                             p(layout_.tensor("wpe.weight")), B_, T_, cfg_.n_embd, cfg_.vocab_size);
+  return kc::encoder_forward(acts_.encoded, tokens_.data(), p(layout_.wte()), p(layout_.wpe()), B_,
+                             T_, cfg_.n_embd, cfg_.vocab_size);
 }
 
 Status GptModel::forward_block(int64_t l) {
@@ -19,17 +19,15 @@ Status GptModel::forward_block(int64_t l) {
   auto w = [&](int slot) { return p(layout_.block_tensor(l, slot)); };
 
   kc::layernorm_forward(a.ln1, a.ln1_mean, a.ln1_rstd, x, w(kLn1Weight), w(kLn1Bias), B, T, C);
-  ZT_RETURN_IF_ERROR(
-      kc::linear_forward(a.qkv, a.ln1, w(kAttnWeight), w(kAttnBias), B, T, C, 3 * C));
+  ZT_RETURN_IF_ERROR(linear_fwd(a.qkv, a.ln1, w(kAttnWeight), w(kAttnBias), C, 3 * C));
   ZT_RETURN_IF_ERROR(kc::attention_forward(a.atty, a.att, a.qkv, B, T, C, NH));
-  ZT_RETURN_IF_ERROR(
-      kc::linear_forward(acts_.proj, a.atty, w(kAttnProjWeight), w(kAttnProjBias), B, T, C, C));
+  ZT_RETURN_IF_ERROR(linear_fwd(acts_.proj, a.atty, w(kAttnProjWeight), w(kAttnProjBias), C, C));
   kc::residual_forward(a.res2, x, acts_.proj, B * T * C);
   kc::layernorm_forward(a.ln2, a.ln2_mean, a.ln2_rstd, a.res2, w(kLn2Weight), w(kLn2Bias), B, T, C);
-  ZT_RETURN_IF_ERROR(kc::linear_forward(a.fch, a.ln2, w(kFcWeight), w(kFcBias), B, T, C, 4 * C));
+  ZT_RETURN_IF_ERROR(linear_fwd(a.fch, a.ln2, w(kFcWeight), w(kFcBias), C, 4 * C));
   kc::gelu_forward(a.fch_gelu, a.fch, B * T * 4 * C);
   ZT_RETURN_IF_ERROR(
-      kc::linear_forward(acts_.proj, a.fch_gelu, w(kFcProjWeight), w(kFcProjBias), B, T, 4 * C, C));
+      linear_fwd(acts_.proj, a.fch_gelu, w(kFcProjWeight), w(kFcProjBias), 4 * C, C));
   kc::residual_forward(a.res3, a.res2, acts_.proj, B * T * C);
   return ok_status();
 }
@@ -37,12 +35,12 @@ Status GptModel::forward_block(int64_t l) {
 Status GptModel::forward_head() {
   const int64_t B = B_, T = T_, C = cfg_.n_embd;
   const float* x = cfg_.n_layer > 0 ? acts_.layers.back().res3 : acts_.encoded;
-  kc::layernorm_forward(acts_.lnf, acts_.lnf_mean, acts_.lnf_rstd, x,
-                        p(layout_.tensor("ln_f.weight")), p(layout_.tensor("ln_f.bias")), B, T, C);
+  kc::layernorm_forward(acts_.lnf, acts_.lnf_mean, acts_.lnf_rstd, x, p(layout_.lnf_weight()),
+                        p(layout_.lnf_bias()), B, T, C);
   // Tied lm head: logits = lnf · wteᵀ over all Vp rows (the padding rows are
   // zero and the cross-entropy ignores their columns).
-  ZT_RETURN_IF_ERROR(kc::linear_forward(acts_.logits, acts_.lnf, p(layout_.tensor("wte.weight")),
-                                        nullptr, B, T, C, cfg_.padded_vocab));
+  ZT_RETURN_IF_ERROR(
+      linear_fwd(acts_.logits, acts_.lnf, p(layout_.wte()), nullptr, C, cfg_.padded_vocab));
   if (targets_.empty()) return ok_status();
   return kc::crossentropy_forward(acts_.losses, acts_.ce_lse, acts_.logits, targets_.data(), B, T,
                                   cfg_.vocab_size, cfg_.padded_vocab);

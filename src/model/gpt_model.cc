@@ -3,6 +3,7 @@
 // gpt_backward.cc.
 #include "model/gpt_model.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -10,6 +11,20 @@
 #include "model/init.h"
 
 namespace zerotrain::model {
+
+namespace {
+
+// Elements of the bf16 operand scratch: weight (largest: the lm head's
+// wte or c_fc), input (up to [B,T,4C]), output gradient (up to [B,T,Vp]).
+struct Bf16Scratch {
+  int64_t weight, input, dout;
+};
+Bf16Scratch bf16_scratch(const GptConfig& cfg, int64_t B, int64_t T) {
+  const int64_t C = cfg.n_embd, wide = std::max(cfg.padded_vocab, 4 * C);
+  return {wide * C, B * T * 4 * C, B * T * wide};
+}
+
+}  // namespace
 
 GptModel::GptModel(const GptConfig& cfg, const GptModelOptions& options)
     : cfg_(cfg),
@@ -42,6 +57,13 @@ StatusOr<GptModel> GptModel::create(const GptConfig& cfg, const GptModelOptions&
   ZT_ASSIGN_OR_RETURN(m.act_buffer_,
                       tensor::AlignedBuffer<float>::allocate(static_cast<size_t>(acts)));
   m.acts_.plan(cfg, opts.max_batch, opts.max_seq, m.act_buffer_.data());
+  if (opts.bf16_compute) {
+    const Bf16Scratch n16 = bf16_scratch(cfg, opts.max_batch, opts.max_seq);
+    using Buf16 = tensor::AlignedBuffer<tensor::BFloat16>;
+    ZT_ASSIGN_OR_RETURN(m.w16_, Buf16::allocate(static_cast<size_t>(n16.weight)));
+    ZT_ASSIGN_OR_RETURN(m.x16_, Buf16::allocate(static_cast<size_t>(n16.input)));
+    ZT_ASSIGN_OR_RETURN(m.d16_, Buf16::allocate(static_cast<size_t>(n16.dout)));
+  }
   m.set_parameters(nullptr);
   m.set_gradients(nullptr);
   return m;
@@ -198,15 +220,22 @@ std::span<const float> GptModel::losses() const {
   return {acts_.losses, static_cast<size_t>(B_ * T_)};
 }
 
-int64_t GptModel::activation_bytes(const GptConfig& cfg, int64_t B, int64_t T) {
+int64_t GptModel::activation_bytes(const GptConfig& cfg, int64_t B, int64_t T, bool bf16_compute) {
   Activations a;
-  return a.plan(cfg, B, T, nullptr) * static_cast<int64_t>(sizeof(float));
+  int64_t bytes = a.plan(cfg, B, T, nullptr) * static_cast<int64_t>(sizeof(float));
+  if (bf16_compute) {
+    const Bf16Scratch n16 = bf16_scratch(cfg, B, T);
+    // Each AlignedBuffer rounds up to whole 64-byte lines.
+    for (int64_t n : {n16.weight, n16.input, n16.dout}) bytes += n * 2;
+  }
+  return bytes;
 }
 
 MemoryStats GptModel::memory() const {
   return {.parameter_bytes = static_cast<int64_t>(own_params_.size_bytes()),
           .gradient_bytes = static_cast<int64_t>(own_grads_.size_bytes()),
-          .activation_bytes = static_cast<int64_t>(act_buffer_.size_bytes()),
+          .activation_bytes = static_cast<int64_t>(act_buffer_.size_bytes() + w16_.size_bytes() +
+                                                   x16_.size_bytes() + d16_.size_bytes()),
           .layout_bytes = layout_.total_bytes()};
 }
 

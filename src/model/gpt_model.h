@@ -69,6 +69,7 @@
 #include "model/gpt_config.h"
 #include "model/param_layout.h"
 #include "tensor/aligned_buffer.h"
+#include "tensor/half.h"
 
 namespace zerotrain::model {
 
@@ -77,6 +78,11 @@ struct GptModelOptions {
   int64_t max_seq = 0;         // largest T; 0 means cfg.seq_len
   bool own_parameters = true;  // allocate a parameter buffer (else bind one)
   bool own_gradients = true;   // allocate a gradient buffer (else bind one)
+  // bf16 mixed precision: every GEMM (the four linears of each block and
+  // the lm head, forward and backward) reads bf16 copies of its weight and
+  // inputs, rounded from fp32 at the call, and accumulates in fp32; the
+  // parameters, gradients, activations and all other ops stay fp32.
+  bool bf16_compute = false;
 };
 
 // Callbacks around each stage (see above); empty ones are skipped.
@@ -135,8 +141,10 @@ class GptModel {
   std::span<const float> losses() const;                // [B*T] of the last forward
   const float* logits() const { return acts_.logits; }  // [B,T,Vp]; until backward
   MemoryStats memory() const;
-  // Activation + scratch bytes a model of cfg needs for (B, T).
-  static int64_t activation_bytes(const GptConfig& cfg, int64_t B, int64_t T);
+  // Activation + scratch bytes a model of cfg needs for (B, T), including
+  // the bf16 operand scratch when bf16_compute.
+  static int64_t activation_bytes(const GptConfig& cfg, int64_t B, int64_t T,
+                                  bool bf16_compute = false);
 
   // Groups whose parameters stage `stage` reads in `pass`, and whose
   // gradients its backward adds into (see the header comment).
@@ -154,6 +162,11 @@ class GptModel {
   Status backward_head();
   Status backward_block(int64_t l);
   void backward_encoder();
+  // The linear layer of the current (B_, T_), fp32 or bf16 per options.
+  Status linear_fwd(float* out, const float* inp, const float* w, const float* b, int64_t C,
+                    int64_t OC);
+  Status linear_bwd(float* dinp, float* dw, float* db, const float* dout, const float* inp,
+                    const float* w, int64_t C, int64_t OC);
   const float* p(const TensorInfo& t) const;  // parameter tensor address
   float* g(const TensorInfo& t) const;        // gradient tensor address
 
@@ -161,6 +174,9 @@ class GptModel {
   GptModelOptions options_;
   ParamLayout layout_;
   tensor::AlignedBuffer<float> own_params_, own_grads_, act_buffer_;
+  // bf16 operands of the current GEMM (bf16_compute only): weight, input,
+  // output gradient.
+  tensor::AlignedBuffer<tensor::BFloat16> w16_, x16_, d16_;
   float* flat_params_ = nullptr;
   float* flat_grads_ = nullptr;
   std::vector<float*> param_base_, grad_base_;  // [num_groups]

@@ -83,8 +83,12 @@ class ParamLayout {
   StatusOr<int> find(std::string_view name) const;
   // The tensor named `name`; aborts if there is none (for fixed names).
   const TensorInfo& tensor(std::string_view name) const;
-  // Index of block l's tensor `suffix` ("attn.c_attn.weight") etc.; fixed
-  // positions, for the model's hot path.
+  // Fixed positions, for the model's hot path (no name lookup):
+  const TensorInfo& wte() const { return tensors_.front(); }
+  const TensorInfo& wpe() const { return tensors_[1]; }
+  const TensorInfo& lnf_weight() const { return tensors_[tensors_.size() - 2]; }
+  const TensorInfo& lnf_bias() const { return tensors_.back(); }
+  // Block `layer`'s tensor in `slot` (BlockSlot below).
   const TensorInfo& block_tensor(int64_t layer, int slot) const;
 
  private:

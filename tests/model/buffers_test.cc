@@ -122,9 +122,11 @@ TEST(GptModelBuffers, UnboundGroupAndHookErrorsAreReported) {
   EXPECT_NE(s.message().find("group 3 (ln_f) has no gradient buffer"), std::string::npos)
       << s.message();
 
-  m.set_hooks({.before_forward = [](int g) {
+  GroupHooks failing;
+  failing.before_forward = [](int g) {
     return g == 2 ? unavailable("rank 1 died during the all-gather") : ok_status();
-  }});
+  };
+  m.set_hooks(failing);
   r = m.forward(tok.data(), tok.data(), B, T);
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), StatusCode::kUnavailable);
