@@ -42,6 +42,8 @@ config::TrainerArgs trainer_args(const CLI::App* check, const ConfigCheckFlags& 
   t.micro_batch_per_gpu = given(check, "--micro-batch", f.micro_batch);
   t.gradient_accumulation_steps = given(check, "--grad-accum", f.grad_accum);
   t.hidden_size = given(check, "--hidden-size", f.hidden_size);
+  if (check->count("--fp16") > 0) t.fp16 = true;
+  if (check->count("--bf16") > 0) t.bf16 = true;
   return t;
 }
 
@@ -55,6 +57,8 @@ int check_files(const CLI::App* check, const ConfigCheckFlags& flags) {
       exit_code = 2;
       continue;
     }
+    for (const std::string& w : parsed->warnings)
+      std::cerr << path << ": warning: " << w << "\n";
     if (flags.files.size() > 1) std::cout << "# " << path << "\n";
     std::cout << config::effective_config_json(*parsed) << "\n";
   }
@@ -83,6 +87,8 @@ Runner add_config_command(CLI::App& app) {
   check->add_option("--grad-accum", flags->grad_accum, "gradient accumulation steps");
   check->add_option("--max-grad-norm", flags->max_grad_norm, "gradient clipping norm");
   check->add_option("--hidden-size", flags->hidden_size, "model hidden size (bucket-size autos)");
+  check->add_flag("--fp16")->description("trainer runs in fp16 (resolves fp16.enabled: auto)");
+  check->add_flag("--bf16")->description("trainer runs in bf16 (resolves bf16.enabled: auto)");
   return [check, flags]() { return check_files(check, *flags); };
 }
 
