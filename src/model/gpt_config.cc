@@ -59,6 +59,10 @@ int64_t padded_parameter_count(const GptConfig& cfg) {
   return parameter_count(cfg) + (cfg.padded_vocab - cfg.vocab_size) * cfg.n_embd;
 }
 
+int64_t flops_per_token(const GptConfig& cfg, int64_t T) {
+  return 6 * parameter_count(cfg) + 12 * cfg.n_layer * cfg.n_embd * T;
+}
+
 const std::vector<PresetInfo>& list_presets() {
   static const std::vector<PresetInfo> presets = {
       {"gpt2-tiny",

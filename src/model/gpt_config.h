@@ -44,6 +44,11 @@ int64_t parameter_count(const GptConfig& cfg);
 // ParamLayout::total_numel for the buffer size).
 int64_t padded_parameter_count(const GptConfig& cfg);
 
+// Training FLOPs per token at sequence length T, as llm.c and the PaLM
+// appendix count them: 6·N (forward + backward of every weight, N =
+// parameter_count) + 12·L·C·T (attention scores and mixing). For MFU.
+int64_t flops_per_token(const GptConfig& cfg, int64_t T);
+
 struct PresetInfo {
   std::string name;
   GptConfig config;

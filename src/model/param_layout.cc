@@ -2,6 +2,8 @@
 // offsets, grouped embeddings / blocks / final layernorm.
 #include "model/param_layout.h"
 
+#include <algorithm>
+
 namespace zerotrain::model {
 namespace {
 
@@ -105,6 +107,36 @@ const TensorInfo& ParamLayout::block_tensor(int64_t layer, int slot) const {
   const GroupInfo& g = groups_[static_cast<size_t>(layer) + 1];
   ZT_CHECK(slot >= 0 && slot < g.tensor_count, "block slot ", slot, " out of range");
   return tensors_[g.first_tensor + slot];
+}
+
+int64_t hf_numel(const TensorInfo& t) {
+  int64_t n = 1;
+  for (int64_t d : t.hf_shape) n *= d;
+  return n;
+}
+
+void copy_to_hf(const TensorInfo& t, const float* ours, float* hf) {
+  if (!t.hf_transposed) {  // same row-major order; wte drops its padding rows
+    std::copy(ours, ours + hf_numel(t), hf);
+    return;
+  }
+  const int64_t rows = t.shape[0], cols = t.shape[1];  // ours [out, in]
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t c = 0; c < cols; ++c) hf[c * rows + r] = ours[r * cols + c];
+  }
+}
+
+void copy_from_hf(const TensorInfo& t, const float* hf, float* ours) {
+  if (!t.hf_transposed) {
+    const int64_t n = hf_numel(t);
+    std::copy(hf, hf + n, ours);
+    std::fill(ours + n, ours + t.numel, 0.0f);
+    return;
+  }
+  const int64_t rows = t.shape[0], cols = t.shape[1];
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t c = 0; c < cols; ++c) ours[r * cols + c] = hf[c * rows + r];
+  }
 }
 
 }  // namespace zerotrain::model

@@ -97,6 +97,14 @@ class ParamLayout {
   int64_t total_numel_ = 0;
 };
 
+// HF conversion of one tensor: `ours` holds t.numel floats in our layout,
+// `hf` the product of t.hf_shape floats in HF's. to_hf transposes Conv1D
+// weights and keeps wte's first V rows; from_hf is the inverse and zeroes
+// wte's padding rows.
+void copy_to_hf(const TensorInfo& t, const float* ours, float* hf);
+void copy_from_hf(const TensorInfo& t, const float* hf, float* ours);
+int64_t hf_numel(const TensorInfo& t);
+
 // Slot of each tensor inside a block group, in HF order.
 enum BlockSlot : int {
   kLn1Weight = 0,

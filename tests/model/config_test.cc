@@ -131,5 +131,30 @@ TEST(ParamLayout, OffsetsAlignedGroupsContiguousAndCountsExact) {
   }
 }
 
+TEST(ParamLayout, HfConversionTransposesConv1DAndDropsVocabPadding) {
+  const ParamLayout layout(testing::micro_config());
+  const TensorInfo& fc = layout.tensor("h.0.mlp.c_fc.weight");  // ours [64, 16], HF [16, 64]
+  std::vector<float> ours(fc.numel), hf(hf_numel(fc)), back(fc.numel);
+  for (int64_t i = 0; i < fc.numel; ++i) ours[i] = static_cast<float>(i);
+  copy_to_hf(fc, ours.data(), hf.data());
+  // ours[o=5][i=3] is HF's [in=3][out=5].
+  EXPECT_EQ(hf[3 * 64 + 5], ours[5 * 16 + 3]);
+  copy_from_hf(fc, hf.data(), back.data());
+  EXPECT_EQ(back, ours);
+
+  const TensorInfo& wte = layout.tensor("wte.weight");  // ours [32, 16], HF [23, 16]
+  ASSERT_EQ(hf_numel(wte), 23 * 16);
+  std::vector<float> e(wte.numel, 7.0f), ehf(hf_numel(wte)), eback(wte.numel, -1.0f);
+  copy_to_hf(wte, e.data(), ehf.data());
+  copy_from_hf(wte, ehf.data(), eback.data());
+  EXPECT_EQ(eback[23 * 16 - 1], 7.0f);
+  EXPECT_EQ(eback[23 * 16], 0.0f);  // padding rows come back zero
+}
+
+TEST(GptConfig, FlopsPerTokenFollowsSixNPlusAttention) {
+  const GptConfig g = *preset("gpt2");
+  EXPECT_EQ(flops_per_token(g, 1024), 6 * 124439808LL + 12LL * 12 * 768 * 1024);
+}
+
 }  // namespace
 }  // namespace zerotrain::model

@@ -45,6 +45,17 @@ TEST(GptModel, InitialLossIsAboutLnV) {
   for (float l : m.losses()) EXPECT_NEAR(l, std::log(23.0), 0.3);
 }
 
+TEST(GptModel, TinyPresetStartsNearLn256) {
+  StatusOr<GptModel> m = GptModel::create(*preset("gpt2-tiny"), {.max_batch = 2, .max_seq = 32});
+  ASSERT_TRUE(m.ok()) << m.status().to_string();
+  m->init_parameters(1);
+  const std::vector<int32_t> tok = random_tokens(64, 256, 1), tgt = random_tokens(64, 256, 2);
+  StatusOr<float> loss = m->forward(tok.data(), tgt.data(), 2, 32);
+  ASSERT_TRUE(loss.ok()) << loss.status().to_string();
+  // Logit variance ~0.02²·192 = 0.077: E[loss] ≈ ln 256 + 0.077/2.
+  EXPECT_NEAR(*loss, std::log(256.0) + 0.038, 0.05);
+}
+
 TEST(GptModel, SgdOverfitsOneBatch) {
   GptModel m = make();
   m.init_parameters(3);
