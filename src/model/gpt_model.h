@@ -1,6 +1,7 @@
 // GptModel: a GPT-2 decoder (pre-LN blocks, GELU MLP, tied lm head, mean
-// cross-entropy) built from the CPU kernels, fp32, with its parameters and
-// gradients in caller-bindable flat buffers of ParamLayout's layout.
+// cross-entropy) built from the CPU kernels, fp32 (optionally bf16 GEMMs),
+// with its parameters and gradients in caller-bindable flat buffers of
+// ParamLayout's layout.
 //
 //   ZT_ASSIGN_OR_RETURN(GptConfig cfg, preset("gpt2-tiny"));
 //   ZT_ASSIGN_OR_RETURN(GptModel m, GptModel::create(cfg, {.max_batch = 8}));
@@ -40,8 +41,12 @@
 // it (the model keeps no parameter pointer between stages). When
 // after_backward(g) runs, group g's gradients are final for this backward:
 // group L+1 at its stage, group 0 last of all (the head's share of dwte came
-// first, the encoder's last). A hook's non-OK status aborts the pass and is
-// returned (the activations are then invalid: run forward again).
+// first, the encoder's last; after_backward(L+1) does NOT make group 0
+// final). From after_backward(g) on, this backward neither reads nor writes
+// group g's parameters or gradients again, so a communication thread may
+// reduce them while the earlier stages compute (overlap_comm). A hook's
+// non-OK status aborts the pass and is returned (the activations are then
+// invalid: run forward again).
 // Activations (saved tensors) are owned by the model, not by groups, so a
 // ZeRO stage need not keep parameters alive between forward and backward;
 // it must present the same values again for the backward.
@@ -54,6 +59,10 @@
 // calling it after each of k micro-batch forwards with dloss = 1/k
 // accumulates the mean over the k micro-batches; zero_gradients() starts
 // over. Each forward allows exactly one backward.
+//
+// Memory: the saved activations include each layer's attention map
+// [B,NH,T,T] (gpt2 at B=1, T=1024: 576 MiB of the total); see
+// activation_bytes().
 //
 // Thread-safety: none; one model per thread. Distinct models are
 // independent (the kernels' GEMM cache is shared and locked).

@@ -106,6 +106,30 @@ TEST(GptModelBuffers, Stage3StyleGatherReleaseMatchesFlatBuffers) {
   }
 }
 
+TEST(GptModelBuffers, GroupGradientsAreFinalAtAfterBackward) {
+  // What overlap_comm relies on: a snapshot of group g's gradients taken in
+  // after_backward(g) equals the gradients at the end of backward().
+  GptModel m = make(true);
+  m.init_parameters(12);
+  m.zero_gradients();
+  std::vector<std::vector<float>> snap(m.num_groups());
+  GroupHooks h;
+  h.after_backward = [&](int g) {
+    const GroupInfo& gi = m.layout().groups()[g];
+    snap[g].assign(m.group_gradients(g), m.group_gradients(g) + gi.numel);
+    return ok_status();
+  };
+  m.set_hooks(h);
+  const std::vector<int32_t> tok = random_tokens(B * T, 23, 8), tgt = random_tokens(B * T, 23, 9);
+  ASSERT_TRUE(m.forward(tok.data(), tgt.data(), B, T).ok());
+  ASSERT_TRUE(m.backward().ok());
+  for (const GroupInfo& gi : m.layout().groups()) {
+    ASSERT_EQ(snap[gi.index].size(), static_cast<size_t>(gi.numel));
+    EXPECT_EQ(std::memcmp(snap[gi.index].data(), m.gradients() + gi.offset, gi.numel * 4), 0)
+        << gi.name << " changed after its after_backward";
+  }
+}
+
 TEST(GptModelBuffers, UnboundGroupAndHookErrorsAreReported) {
   GptModel m = make(false);
   const std::vector<int32_t> tok(B * T, 1);
