@@ -13,6 +13,7 @@
 
 #include "train/data/corpus_grammar.h"
 #include "train/data/tokenizer.h"
+#include "train/test_util.h"
 
 namespace zerotrain::train {
 namespace {
@@ -150,6 +151,22 @@ TEST(Corpus, DefaultSplitsAreByteTokensWithValAtTheEnd) {
     EXPECT_EQ(tail[i], static_cast<unsigned char>(text[9995 + i]));
   }
   EXPECT_EQ(default_corpus_splits(options, -0.5).status().code(), StatusCode::kInvalidArgument);
+}
+
+TEST(Corpus, WrittenShardsHoldTheGeneratedText) {
+  testing::TempDir dir;
+  const CorpusOptions options{.seed = 4, .target_bytes = 5000};
+  ASSERT_TRUE(write_default_corpus(dir.path(), options, 2048, 0.2).ok());
+  auto train = TokenDataset::open_split(dir.path(), "train");
+  auto val = TokenDataset::open_split(dir.path(), "val");
+  ASSERT_TRUE(train.ok() && val.ok());
+  ASSERT_EQ(train->size(), 4000u);
+  ASSERT_EQ(val->size(), 1000u);
+  const std::string text = generate_corpus(options);
+  std::vector<int32_t> got(5000);
+  train->copy(0, 4000, got.data());
+  val->copy(0, 1000, got.data() + 4000);
+  for (size_t i = 0; i < text.size(); ++i) ASSERT_EQ(got[i], static_cast<unsigned char>(text[i]));
 }
 
 }  // namespace

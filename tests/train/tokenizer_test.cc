@@ -111,6 +111,10 @@ TEST(TokenizeTextFile, RefusesMissingEmptyInputsAndBadArguments) {
   EXPECT_EQ(st.code(), StatusCode::kInvalidArgument);
   EXPECT_NE(st.message().find("is empty"), std::string::npos);
 
+  st = tokenize_text_file(dir.path(), dir.file("o"), 100, 0.1);  // a directory
+  EXPECT_EQ(st.code(), StatusCode::kIoError);
+  EXPECT_NE(st.message().find(dir.path()), std::string::npos);
+
   testing::write_bytes(dir.file("in.txt"), {'a', 'b', 'c'});
   st = tokenize_text_file(dir.file("in.txt"), dir.file("o"), 0, 0.1);
   EXPECT_NE(st.message().find("shard_tokens must be >= 1"), std::string::npos) << st.message();
@@ -123,6 +127,8 @@ TEST(TokenizeTextFile, RefusesDirectoryThatAlreadyHoldsShards) {
   TempDir dir;
   testing::write_bytes(dir.file("in.txt"), {'h', 'e', 'l', 'l', 'o'});
   ASSERT_TRUE(tokenize_text_file(dir.file("in.txt"), dir.file("o"), 2, 0.0).ok());
+  EXPECT_TRUE(std::filesystem::exists(dir.file("o/train_000002.bin")));  // 2 + 2 + 1 tokens
+  EXPECT_FALSE(std::filesystem::exists(dir.file("o/val_000000.bin")));   // no val tokens
   Status st = tokenize_text_file(dir.file("in.txt"), dir.file("o"), 2, 0.0);
   EXPECT_EQ(st.code(), StatusCode::kInvalidArgument);
   EXPECT_NE(st.message().find("already holds token shards"), std::string::npos) << st.message();

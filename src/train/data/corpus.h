@@ -24,12 +24,11 @@ namespace zerotrain::train {
 
 struct CorpusOptions {
   uint64_t seed = 1337;
-  // Output is whole paragraphs, cut at exactly target_bytes (the last
-  // paragraph may be cut mid-way so the size is exact).
+  // The text is exactly this long (the last paragraph is cut where it ends).
   uint64_t target_bytes = 400000;
 };
 
-// Lower-case ASCII letters, digits-free words, ",.:?" and ' ', '\n' only.
+// Only a-z, space, ",.:?" and newline occur (numbers are spelt out).
 std::string generate_corpus(const CorpusOptions& options);
 
 struct CorpusSplits {

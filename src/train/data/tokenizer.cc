@@ -5,7 +5,6 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
-#include <iterator>
 #include <system_error>
 
 #include "train/data/shard.h"
@@ -80,20 +79,45 @@ Status write_split(std::span<const uint32_t> tokens, uint32_t vocab, const std::
   return ok_status();
 }
 
-}  // namespace
-
-Status write_token_splits(std::span<const uint32_t> tokens, uint32_t vocab_size,
-                          const std::string& output_dir, uint64_t shard_tokens, double val_fraction,
-                          TokenizeSummary* summary) {
+Status check_split_args(uint64_t token_count, uint64_t shard_tokens, double val_fraction) {
   if (shard_tokens == 0) return invalid_argument("tokenize: shard_tokens must be >= 1");
   if (!(val_fraction >= 0.0 && val_fraction < 1.0)) {
     return invalid_argument("tokenize: val_fraction " + std::to_string(val_fraction) +
                             " is outside [0, 1)");
   }
+  if (token_count == val_token_count(token_count, val_fraction)) {
+    return invalid_argument("tokenize: no tokens left for the train split");
+  }
+  return ok_status();
+}
+
+// Reads `count` bytes from `in` as byte tokens into <split>_%06d.bin shards.
+Status stream_split(std::ifstream& in, const std::string& input_path, uint64_t count,
+                    const std::string& dir, const char* split, uint64_t shard_tokens,
+                    TokenizeSummary* summary) {
+  std::string chunk;
+  for (uint64_t i = 0, done = 0; done < count; ++i, done += chunk.size()) {
+    chunk.resize(std::min(shard_tokens, count - done));
+    in.read(chunk.data(), static_cast<std::streamsize>(chunk.size()));
+    if (static_cast<uint64_t>(in.gcount()) != chunk.size()) {
+      return io_error("tokenize: " + input_path + " ended early (changed while reading?)");
+    }
+    const std::string path = shard_name(dir, split, i);
+    ZT_RETURN_IF_ERROR(write_token_shard(path, ByteTokenizer().encode(chunk), kByteVocabSize));
+    summary->files.push_back(path);
+  }
+  return ok_status();
+}
+
+}  // namespace
+
+Status write_token_splits(std::span<const uint32_t> tokens, uint32_t vocab_size,
+                          const std::string& output_dir, uint64_t shard_tokens, double val_fraction,
+                          TokenizeSummary* summary) {
+  ZT_RETURN_IF_ERROR(check_split_args(tokens.size(), shard_tokens, val_fraction));
+  ZT_RETURN_IF_ERROR(check_output_dir(output_dir));
   const uint64_t val = val_token_count(tokens.size(), val_fraction);
   const uint64_t train = tokens.size() - val;
-  if (train == 0) return invalid_argument("tokenize: no tokens left for the train split");
-  ZT_RETURN_IF_ERROR(check_output_dir(output_dir));
   TokenizeSummary local;
   TokenizeSummary* s = summary != nullptr ? summary : &local;
   *s = TokenizeSummary{train, val, {}};
@@ -105,17 +129,25 @@ Status write_token_splits(std::span<const uint32_t> tokens, uint32_t vocab_size,
 Status tokenize_text_file(const std::string& input_path, const std::string& output_dir,
                           uint64_t shard_tokens, double val_fraction, TokenizeSummary* summary) {
   std::error_code ec;
-  if (!std::filesystem::exists(input_path, ec)) {
+  const uint64_t bytes = std::filesystem::file_size(input_path, ec);
+  if (ec == std::errc::no_such_file_or_directory) {
     return not_found("tokenize: input " + input_path + " does not exist");
   }
+  if (ec) return io_error("tokenize: cannot read " + input_path + ": " + ec.message());
+  if (bytes == 0) return invalid_argument("tokenize: input " + input_path + " is empty");
+  const std::string context = "while tokenizing " + input_path;
+  ZT_RETURN_IF_ERROR(check_split_args(bytes, shard_tokens, val_fraction).with_context(context));
+  ZT_RETURN_IF_ERROR(check_output_dir(output_dir).with_context(context));
   std::ifstream in(input_path, std::ios::binary);
   if (!in) return io_error("tokenize: cannot open " + input_path);
-  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (in.bad()) return io_error("tokenize: read error on " + input_path);
-  if (text.empty()) return invalid_argument("tokenize: input " + input_path + " is empty");
-  const std::vector<uint32_t> tokens = ByteTokenizer().encode(text);
-  return write_token_splits(tokens, kByteVocabSize, output_dir, shard_tokens, val_fraction, summary)
-      .with_context("while tokenizing " + input_path);
+  const uint64_t val = val_token_count(bytes, val_fraction);
+  TokenizeSummary local;
+  TokenizeSummary* s = summary != nullptr ? summary : &local;
+  *s = TokenizeSummary{bytes - val, val, {}};
+  // One shard in memory at a time, so inputs larger than RAM work.
+  ZT_RETURN_IF_ERROR(
+      stream_split(in, input_path, bytes - val, output_dir, "train", shard_tokens, s));
+  return stream_split(in, input_path, val, output_dir, "val", shard_tokens, s);
 }
 
 }  // namespace zerotrain::train

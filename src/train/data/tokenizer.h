@@ -23,6 +23,9 @@ namespace zerotrain::train {
 
 inline constexpr uint32_t kByteVocabSize = 256;
 inline constexpr uint32_t kEndOfTextToken = 256;  // only with end_of_text
+// Defaults for `zerotrain data tokenize`: 10 M tokens (20 MB) a shard, 10% val.
+inline constexpr uint64_t kDefaultShardTokens = 10'000'000;
+inline constexpr double kDefaultValFraction = 0.1;
 
 class ByteTokenizer {
  public:
@@ -65,8 +68,9 @@ Status write_token_splits(std::span<const uint32_t> tokens, uint32_t vocab_size,
                           TokenizeSummary* summary = nullptr);
 
 // Reads input_path (any bytes), byte-tokenizes it (vocab 256) and writes the
-// splits as write_token_splits does. NotFound/IoError naming input_path;
-// InvalidArgument when it is empty.
+// splits as write_token_splits does, streaming: one shard in memory at a
+// time. NotFound/IoError naming input_path; InvalidArgument when it is empty
+// or the arguments are bad (as write_token_splits).
 Status tokenize_text_file(const std::string& input_path, const std::string& output_dir,
                           uint64_t shard_tokens, double val_fraction,
                           TokenizeSummary* summary = nullptr);
