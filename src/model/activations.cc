@@ -3,7 +3,7 @@
 
 namespace zerotrain::model {
 
-int64_t Activations::plan(const GptConfig& cfg, int64_t B, int64_t T, float* base) {
+int64_t Activations::plan(const GptConfig& cfg, int64_t B, int64_t T, bool att_lse, float* base) {
   const int64_t BT = B * T, C = cfg.n_embd;
   int64_t next = 0;
   auto take = [&](float** p, int64_t n) {
@@ -18,7 +18,7 @@ int64_t Activations::plan(const GptConfig& cfg, int64_t B, int64_t T, float* bas
     take(&l.ln1_rstd, BT);
     take(&l.qkv, BT * 3 * C);
     take(&l.atty, BT * C);
-    take(&l.att, B * cfg.n_head * T * T);
+    take(&l.att, B * cfg.n_head * T * (att_lse ? 1 : T));
     take(&l.res2, BT * C);
     take(&l.ln2, BT * C);
     take(&l.ln2_mean, BT);

@@ -5,9 +5,9 @@
 // prefix of each array in the dense [B,T,...] layout the kernels expect.
 //
 //   Activations a;
-//   int64_t n = a.plan(cfg, B, T, nullptr);   // count floats
+//   int64_t n = a.plan(cfg, B, T, true, nullptr);  // count floats
 //   AlignedBuffer<float> buf(n);
-//   a.plan(cfg, B, T, buf.data());            // bind pointers
+//   a.plan(cfg, B, T, true, buf.data());           // bind pointers
 //
 // Thread-safety: plain data, one owner.
 #pragma once
@@ -25,7 +25,8 @@ struct LayerActivations {
   float* ln1_rstd;  // [B,T]
   float* qkv;       // [B,T,3C]
   float* atty;      // [B,T,C] attention output before c_proj
-  float* att;       // [B,NH,T,T] softmax probabilities
+  float* att;       // [B,NH,T,T] softmax probabilities, or [B,NH,T] their
+                    // log-sum-exp when the attention is recomputed
   float* res2;      // [B,T,C] residual after attention
   float* ln2;       // [B,T,C]
   float* ln2_mean;  // [B,T]
@@ -55,7 +56,8 @@ struct Activations {
 
   // Binds the pointers into `base` (when not null) and returns the floats
   // needed for shape (B, T) of cfg, each array starting 64-byte aligned.
-  int64_t plan(const GptConfig& cfg, int64_t B, int64_t T, float* base);
+  // att_lse: keep the [B,NH,T] log-sum-exp instead of the attention map.
+  int64_t plan(const GptConfig& cfg, int64_t B, int64_t T, bool att_lse, float* base);
 };
 
 }  // namespace zerotrain::model

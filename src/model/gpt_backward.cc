@@ -58,7 +58,9 @@ Status GptModel::backward_block(int64_t l) {
   ZT_RETURN_IF_ERROR(linear_bwd(s.datty, dw(kAttnProjWeight), dw(kAttnProjBias), s.dres, a.atty,
                                 w(kAttnProjWeight), C, C));
   zero(s.dqkv, BT * 3 * C);
-  ZT_RETURN_IF_ERROR(kc::attention_backward(s.dqkv, s.datty, a.qkv, a.att, B, T, C, NH));
+  ZT_RETURN_IF_ERROR(options_.recompute_attention
+                         ? kc::attention_backward_lse(s.dqkv, s.datty, a.qkv, a.att, B, T, C, NH)
+                         : kc::attention_backward(s.dqkv, s.datty, a.qkv, a.att, B, T, C, NH));
   zero(s.dln, BT * C);
   ZT_RETURN_IF_ERROR(
       linear_bwd(s.dln, dw(kAttnWeight), dw(kAttnBias), s.dqkv, a.ln1, w(kAttnWeight), C, 3 * C));

@@ -20,7 +20,9 @@ Status GptModel::forward_block(int64_t l) {
 
   kc::layernorm_forward(a.ln1, a.ln1_mean, a.ln1_rstd, x, w(kLn1Weight), w(kLn1Bias), B, T, C);
   ZT_RETURN_IF_ERROR(linear_fwd(a.qkv, a.ln1, w(kAttnWeight), w(kAttnBias), C, 3 * C));
-  ZT_RETURN_IF_ERROR(kc::attention_forward(a.atty, a.att, a.qkv, B, T, C, NH));
+  ZT_RETURN_IF_ERROR(options_.recompute_attention
+                         ? kc::attention_forward_lse(a.atty, a.att, a.qkv, B, T, C, NH)
+                         : kc::attention_forward(a.atty, a.att, a.qkv, B, T, C, NH));
   ZT_RETURN_IF_ERROR(linear_fwd(acts_.proj, a.atty, w(kAttnProjWeight), w(kAttnProjBias), C, C));
   kc::residual_forward(a.res2, x, acts_.proj, B * T * C);
   kc::layernorm_forward(a.ln2, a.ln2_mean, a.ln2_rstd, a.res2, w(kLn2Weight), w(kLn2Bias), B, T, C);

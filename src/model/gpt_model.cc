@@ -53,10 +53,11 @@ StatusOr<GptModel> GptModel::create(const GptConfig& cfg, const GptModelOptions&
   if (opts.own_gradients) {
     ZT_ASSIGN_OR_RETURN(m.own_grads_, tensor::AlignedBuffer<float>::allocate(n));
   }
-  const int64_t acts = m.acts_.plan(cfg, opts.max_batch, opts.max_seq, nullptr);
+  const bool lse = opts.recompute_attention;
+  const int64_t acts = m.acts_.plan(cfg, opts.max_batch, opts.max_seq, lse, nullptr);
   ZT_ASSIGN_OR_RETURN(m.act_buffer_,
                       tensor::AlignedBuffer<float>::allocate(static_cast<size_t>(acts)));
-  m.acts_.plan(cfg, opts.max_batch, opts.max_seq, m.act_buffer_.data());
+  m.acts_.plan(cfg, opts.max_batch, opts.max_seq, lse, m.act_buffer_.data());
   if (opts.bf16_compute) {
     const Bf16Scratch n16 = bf16_scratch(cfg, opts.max_batch, opts.max_seq);
     using Buf16 = tensor::AlignedBuffer<tensor::BFloat16>;
@@ -220,13 +221,14 @@ std::span<const float> GptModel::losses() const {
   return {acts_.losses, static_cast<size_t>(B_ * T_)};
 }
 
-int64_t GptModel::activation_bytes(const GptConfig& cfg, int64_t B, int64_t T, bool bf16_compute) {
+int64_t GptModel::activation_bytes(const GptConfig& cfg, int64_t B, int64_t T, bool bf16_compute,
+                                   bool recompute_attention) {
   Activations a;
-  int64_t bytes = a.plan(cfg, B, T, nullptr) * static_cast<int64_t>(sizeof(float));
+  int64_t bytes =
+      a.plan(cfg, B, T, recompute_attention, nullptr) * static_cast<int64_t>(sizeof(float));
   if (bf16_compute) {
     const Bf16Scratch n16 = bf16_scratch(cfg, B, T);
-    // Each AlignedBuffer rounds up to whole 64-byte lines.
-    for (int64_t n : {n16.weight, n16.input, n16.dout}) bytes += n * 2;
+    bytes += 2 * (n16.weight + n16.input + n16.dout);
   }
   return bytes;
 }

@@ -60,9 +60,9 @@
 // accumulates the mean over the k micro-batches; zero_gradients() starts
 // over. Each forward allows exactly one backward.
 //
-// Memory: the saved activations include each layer's attention map
-// [B,NH,T,T] (gpt2 at B=1, T=1024: 576 MiB of the total); see
-// activation_bytes().
+// Memory: by default (recompute_attention) a layer saves O(B·T·C) floats;
+// with recompute_attention = false it also keeps its attention map
+// [B,NH,T,T] (gpt2 at B=1, T=1024: 576 MiB more); see activation_bytes().
 //
 // Thread-safety: none; one model per thread. Distinct models are
 // independent (the kernels' GEMM cache is shared and locked).
@@ -92,6 +92,10 @@ struct GptModelOptions {
   // inputs, rounded from fp32 at the call, and accumulates in fp32; the
   // parameters, gradients, activations and all other ops stay fp32.
   bool bf16_compute = false;
+  // Keep only the softmax's log-sum-exp [B,NH,T] per layer and recompute
+  // the attention map in the backward (kernels' attention_*_lse: ~5% more
+  // time) instead of saving the [B,NH,T,T] map.
+  bool recompute_attention = true;
 };
 
 // Callbacks around each stage (see above); empty ones are skipped.
@@ -151,9 +155,10 @@ class GptModel {
   const float* logits() const { return acts_.logits; }  // [B,T,Vp]; until backward
   MemoryStats memory() const;
   // Activation + scratch bytes a model of cfg needs for (B, T), including
-  // the bf16 operand scratch when bf16_compute.
+  // the bf16 operand scratch when bf16_compute (options as in
+  // GptModelOptions).
   static int64_t activation_bytes(const GptConfig& cfg, int64_t B, int64_t T,
-                                  bool bf16_compute = false);
+                                  bool bf16_compute = false, bool recompute_attention = true);
 
   // Groups whose parameters stage `stage` reads in `pass`, and whose
   // gradients its backward adds into (see the header comment).

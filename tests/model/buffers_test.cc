@@ -106,6 +106,28 @@ TEST(GptModelBuffers, Stage3StyleGatherReleaseMatchesFlatBuffers) {
   }
 }
 
+TEST(GptModelBuffers, SavedAttentionMapsMatchRecomputation) {
+  const std::vector<int32_t> tok = random_tokens(B * T, 23, 31), tgt = random_tokens(B * T, 23, 32);
+  float loss[2];
+  std::vector<float> grad[2];
+  for (int k = 0; k < 2; ++k) {
+    StatusOr<GptModel> m = GptModel::create(
+        micro_config(), {.max_batch = B, .max_seq = T, .recompute_attention = k == 0});
+    ASSERT_TRUE(m.ok());
+    m->init_parameters(6);
+    m->zero_gradients();
+    loss[k] = *m->forward(tok.data(), tgt.data(), B, T);
+    ASSERT_TRUE(m->backward().ok());
+    grad[k].assign(m->gradients(), m->gradients() + m->layout().total_numel());
+  }
+  EXPECT_NEAR(loss[0], loss[1], 1e-6);
+  double max_abs = 0;
+  for (float x : grad[1]) max_abs = std::max(max_abs, std::fabs(double(x)));
+  for (size_t i = 0; i < grad[0].size(); ++i) {
+    ASSERT_NEAR(grad[0][i], grad[1][i], 1e-5 * max_abs) << i;
+  }
+}
+
 TEST(GptModelBuffers, GroupGradientsAreFinalAtAfterBackward) {
   // What overlap_comm relies on: a snapshot of group g's gradients taken in
   // after_backward(g) equals the gradients at the end of backward().
@@ -208,18 +230,21 @@ TEST(GptModelBuffers, MemoryAccountingMatchesTheArrays) {
   EXPECT_EQ(mem.gradient_bytes, m.layout().total_bytes());
   EXPECT_EQ(mem.activation_bytes, GptModel::activation_bytes(cfg, B, T));
   // Saved per layer: ln1, qkv(3), atty, res2, ln2, fch(4), fch_gelu(4), res3 = 16·BTC,
-  // 4 row statistics, att NH·T²·B; head: encoded, lnf, 2 stats, logits BT·Vp, losses,
+  // 4 row statistics, attention lse NH·T·B; head: encoded, lnf, 2 stats, logits BT·Vp, losses,
   // lse; scratch: proj, dres, dln, datty, dqkv(3), dfch(4), dfch_gelu(4) = 15·BTC.
   const int64_t BT = B * T, C = cfg.n_embd, L = cfg.n_layer;
-  const int64_t floats = L * (16 * BT * C + 4 * BT + cfg.n_head * T * T * B) + 2 * BT * C + 4 * BT +
+  const int64_t floats = L * (16 * BT * C + 4 * BT + cfg.n_head * T * B) + 2 * BT * C + 4 * BT +
                          BT * cfg.padded_vocab + 15 * BT * C;
   const int64_t arrays = 13 * L + 14;  // each padded to 16 floats at most
   EXPECT_GE(mem.activation_bytes, floats * 4);
   EXPECT_LT(mem.activation_bytes, (floats + 16 * arrays) * 4);
-  // gpt2 at B=1, T=1024: dominated by the 12 attention maps (12·12·1024² floats).
-  const int64_t g = GptModel::activation_bytes(*preset("gpt2"), 1, 1024);
-  EXPECT_GT(g, 12LL * 12 * 1024 * 1024 * 4);
-  EXPECT_LT(g, 2LL << 30);
+  // Saving the attention maps instead of their log-sum-exp costs exactly
+  // L·B·NH·(T² - T) floats (both sizes are multiples of 16 here).
+  const GptConfig gpt2 = *preset("gpt2");
+  const int64_t lean = GptModel::activation_bytes(gpt2, 1, 1024);
+  const int64_t maps = GptModel::activation_bytes(gpt2, 1, 1024, false, false);
+  EXPECT_EQ(maps - lean, 12LL * 12 * (1024 * 1024 - 1024) * 4);  // 575.4 MiB
+  EXPECT_LT(lean, 1LL << 30);
 }
 
 }  // namespace
