@@ -16,5 +16,7 @@ inline constexpr const char* kDashDashMarker = "\x01zerotrain--";
 
 Runner add_run_command(CLI::App& app);
 Runner add_config_command(CLI::App& app);
+Runner add_train_command(CLI::App& app);
+Runner add_data_command(CLI::App& app);
 
 }  // namespace zerotrain::cli

@@ -24,6 +24,8 @@ int main(int argc, char** argv) {
   };
   add(&zerotrain::cli::add_run_command);
   add(&zerotrain::cli::add_config_command);
+  add(&zerotrain::cli::add_train_command);
+  add(&zerotrain::cli::add_data_command);
 
   // `zerotrain run [flags] -- PROG ARGS`: CLI11 hands what follows `--` to the
   // top-level app, which rejects it. Swap the first `--` after `run` for a

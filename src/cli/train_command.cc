@@ -1,0 +1,107 @@
+// `zerotrain train [--deepspeed ds_config.json] [--model M] [--data DIR] ...`:
+// the built-in trainer on this process's rank (RANK/WORLD_SIZE/MASTER_* as
+// `zerotrain run` sets them; alone it is rank 0 of 1). With no arguments it
+// trains gpt2-tiny on the generated corpus with the embedded ds_config.
+#include <iostream>
+#include <memory>
+#include <optional>
+
+#include "cli/commands.h"
+#include "comm/gloo_communicator.h"
+#include "common/log.h"
+#include "train/default_config.h"
+#include "train/trainer.h"
+
+namespace zerotrain::cli {
+namespace {
+
+struct TrainFlags {
+  train::TrainOptions o;
+  int64_t steps = 0, micro_batch = 0, grad_accum = 0, seq_len = 0, warmup_steps = 0;
+  double lr = 0, weight_decay = 0, max_grad_norm = 0;
+  bool bf16 = false, fp16 = false, print_default_config = false;
+};
+
+template <typename T>
+std::optional<T> given(const CLI::App* app, const char* name, T value) {
+  if (app->count(name) == 0) return std::nullopt;
+  return value;
+}
+
+int run_train(const CLI::App* cmd, TrainFlags& f) {
+  if (f.print_default_config) {
+    std::cout << train::kDefaultDsConfig << "\n";
+    return 0;
+  }
+  train::TrainOptions& o = f.o;
+  o.steps = given(cmd, "--steps", f.steps);
+  o.micro_batch = given(cmd, "--micro-batch", f.micro_batch);
+  o.grad_accum = given(cmd, "--grad-accum", f.grad_accum);
+  o.seq_len = given(cmd, "--seq-len", f.seq_len);
+  o.warmup_steps = given(cmd, "--warmup-steps", f.warmup_steps);
+  o.lr = given(cmd, "--lr", f.lr);
+  o.weight_decay = given(cmd, "--weight-decay", f.weight_decay);
+  o.max_grad_norm = given(cmd, "--max-grad-norm", f.max_grad_norm);
+  o.bf16 = given(cmd, "--bf16", f.bf16);
+  o.fp16 = given(cmd, "--fp16", f.fp16);
+
+  StatusOr<comm::CommOptions> copts = comm::comm_options_from_env();
+  if (!copts.ok()) {
+    std::cerr << "zerotrain train: " << copts.status().to_string() << "\n";
+    return 2;
+  }
+  log::set_rank(copts->world_size > 1 ? copts->rank : -1);
+  StatusOr<std::unique_ptr<comm::Communicator>> comm = comm::create_gloo_communicator(*copts);
+  if (!comm.ok()) {
+    std::cerr << "zerotrain train: " << comm.status().to_string() << "\n";
+    return 1;
+  }
+  StatusOr<train::TrainSummary> s = train::train(o, **comm);
+  if (!s.ok()) {
+    std::cerr << "zerotrain train: " << s.status().to_string() << "\n";
+    return s.status().code() == StatusCode::kInvalidArgument ||
+                   s.status().code() == StatusCode::kNotFound
+               ? 2
+               : 1;
+  }
+  return 0;
+}
+
+}  // namespace
+
+Runner add_train_command(CLI::App& app) {
+  auto f = std::make_shared<TrainFlags>();
+  CLI::App* cmd = app.add_subcommand(
+      "train", "train a GPT on the generated corpus or token shards (the built-in trainer)");
+  cmd->add_option("--deepspeed,--deepspeed_config", f->o.deepspeed_config,
+                  "ds_config.json (default: the embedded config, see --print-default-config)");
+  cmd->add_option("--model", f->o.model, "model preset: gpt2-tiny, gpt2-small-ish, gpt2")
+      ->capture_default_str();
+  cmd->add_option("--data", f->o.data_dir,
+                  "directory of train_*.bin/val_*.bin shards (zerotrain data tokenize); "
+                  "default: the generated corpus");
+  cmd->add_option("--steps", f->steps,
+                  "optimizer steps (default: scheduler total_num_steps, "
+                  "else " +
+                      std::to_string(train::DefaultTrainerArgs::kSteps) + ")");
+  cmd->add_option("--seed", f->o.seed, "seed for init and data order")->capture_default_str();
+  cmd->add_option("--lr", f->lr, "learning rate (resolves \"auto\")");
+  cmd->add_option("--micro-batch", f->micro_batch, "train_micro_batch_size_per_gpu");
+  cmd->add_option("--grad-accum", f->grad_accum, "gradient_accumulation_steps");
+  cmd->add_option("--seq-len", f->seq_len, "tokens per sequence (<= the model's block size)");
+  cmd->add_option("--warmup-steps", f->warmup_steps, "scheduler warmup_num_steps");
+  cmd->add_option("--weight-decay", f->weight_decay, "AdamW weight decay");
+  cmd->add_option("--max-grad-norm", f->max_grad_norm, "gradient_clipping");
+  cmd->add_flag("--bf16", f->bf16, "bf16 mixed precision (resolves bf16.enabled: auto)");
+  cmd->add_flag("--fp16", f->fp16, "fp16 with dynamic loss scaling (fp16.enabled: auto)");
+  cmd->add_option("--eval-interval", f->o.eval_interval, "validation loss every N steps (0: off)");
+  cmd->add_option("--eval-batches", f->o.eval_batches, "validation micro-batches per rank")
+      ->capture_default_str();
+  cmd->add_option("--corpus-bytes", f->o.corpus_bytes, "size of the generated corpus")
+      ->capture_default_str();
+  cmd->add_flag("--print-default-config", f->print_default_config,
+                "print the embedded ds_config and exit");
+  return [cmd, f]() { return run_train(cmd, *f); };
+}
+
+}  // namespace zerotrain::cli

@@ -1,0 +1,302 @@
+// The trainer loop: config, model, data, engine, then steps with logging.
+#include "train/trainer.h"
+
+#include <omp.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <iostream>
+#include <sstream>
+
+#include "config/config.h"
+#include "engine/engine.h"
+#include "model/gpt_model.h"
+#include "train/data/corpus.h"
+#include "train/data/loader.h"
+#include "train/default_config.h"
+#include "train/train_log.h"
+
+namespace zerotrain::train {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+StatusOr<model::GptConfig> model_config(const TrainOptions& o) {
+  model::GptConfig cfg;
+  if (o.model_config) {
+    cfg = *o.model_config;
+  } else {
+    ZT_ASSIGN_OR_RETURN(cfg, model::preset(o.model));
+  }
+  ZT_RETURN_IF_ERROR(model::validate(cfg));
+  return cfg;
+}
+
+// HF-style: a user config gets only the arguments the user gave; the
+// embedded one gets the trainer's defaults for the rest.
+config::TrainerArgs trainer_args(const TrainOptions& o, bool embedded, int world, int64_t hidden,
+                                 int64_t steps) {
+  using D = DefaultTrainerArgs;
+  config::TrainerArgs a;
+  a.world_size = world;
+  a.hidden_size = hidden;
+  a.lr = o.lr;
+  a.weight_decay = o.weight_decay;
+  a.max_grad_norm = o.max_grad_norm;
+  a.micro_batch_per_gpu = o.micro_batch;
+  a.gradient_accumulation_steps = o.grad_accum;
+  a.warmup_steps = o.warmup_steps;
+  a.bf16 = o.bf16;
+  a.fp16 = o.fp16;
+  if (o.steps) a.total_steps = o.steps;
+  if (!embedded) return a;
+  a.total_steps = steps;
+  if (!a.lr) a.lr = D::kLr;
+  a.betas = std::array<double, 2>{D::kBeta1, D::kBeta2};
+  a.eps = D::kEps;
+  if (!a.weight_decay) a.weight_decay = D::kWeightDecay;
+  if (!a.max_grad_norm) a.max_grad_norm = D::kMaxGradNorm;
+  if (!a.micro_batch_per_gpu) a.micro_batch_per_gpu = D::kMicroBatch;
+  if (!a.gradient_accumulation_steps) a.gradient_accumulation_steps = D::kGradAccum;
+  if (!a.warmup_steps) a.warmup_steps = std::clamp<int64_t>(steps / 10, 1, 50);
+  if (!a.bf16) a.bf16 = false;
+  if (!a.fp16) a.fp16 = false;
+  return a;
+}
+
+struct Setup {
+  config::Config cfg;
+  model::GptConfig gpt;
+  int64_t T = 0;
+  int64_t steps = 0;
+};
+
+StatusOr<Setup> make_setup(const TrainOptions& o, int world) {
+  Setup s;
+  ZT_ASSIGN_OR_RETURN(s.gpt, model_config(o));
+  const bool embedded = o.deepspeed_config.empty();
+  const int64_t default_steps = o.steps.value_or(DefaultTrainerArgs::kSteps);
+  const config::TrainerArgs args = trainer_args(o, embedded, world, s.gpt.n_embd, default_steps);
+  if (embedded) {
+    StatusOr<config::Config> c = config::parse_config(kDefaultDsConfig, args);
+    if (!c.ok()) return Status(c.status().code(), "embedded ds_config: " + c.status().message());
+    s.cfg = std::move(c).value();
+  } else {
+    ZT_ASSIGN_OR_RETURN(s.cfg, config::load_config_file(o.deepspeed_config, args));
+  }
+  s.steps = o.steps ? *o.steps : s.cfg.scheduler.total_num_steps.value_or(default_steps);
+  if (s.steps < 1) return invalid_argument("--steps: must be >= 1, got " + std::to_string(s.steps));
+  s.T = o.seq_len.value_or(std::min(s.gpt.seq_len, DefaultTrainerArgs::kSeqLen));
+  if (s.T < 1 || s.T > s.gpt.seq_len)
+    return invalid_argument("--seq-len: " + std::to_string(s.T) + " is outside [1, " +
+                            std::to_string(s.gpt.seq_len) + "], the model's block size");
+  return s;
+}
+
+StatusOr<CorpusSplits> load_data(const TrainOptions& o, const model::GptConfig& gpt) {
+  CorpusSplits d;
+  if (o.data_dir.empty()) {
+    ZT_ASSIGN_OR_RETURN(d, default_corpus_splits({.target_bytes = o.corpus_bytes}, 0.05));
+  } else {
+    ZT_ASSIGN_OR_RETURN(TokenDataset train_set, TokenDataset::open_split(o.data_dir, "train"));
+    d.train = std::make_shared<const TokenDataset>(std::move(train_set));
+    StatusOr<TokenDataset> val = TokenDataset::open_split(o.data_dir, "val");
+    if (val.ok()) d.val = std::make_shared<const TokenDataset>(std::move(val).value());
+  }
+  if (d.train->vocab_size() > static_cast<uint32_t>(gpt.vocab_size))
+    return invalid_argument("the data's vocabulary (" + std::to_string(d.train->vocab_size()) +
+                            ") is larger than the model's (" + std::to_string(gpt.vocab_size) +
+                            ")");
+  return d;
+}
+
+// One rank's run: everything the loop needs, built once.
+class Run {
+ public:
+  Run(const TrainOptions& o, comm::Communicator& comm, Setup setup)
+      : o_(o), comm_(comm), s_(std::move(setup)), out_(o.out ? *o.out : std::cout) {
+    rank0_ = comm.rank() == 0;
+    progress_ = rank0_ && o.progress.value_or(isatty(STDERR_FILENO) == 1);
+  }
+  Status init();
+  StatusOr<TrainSummary> loop();
+
+ private:
+  Status train_step(double* loss);
+  StatusOr<double> validate();
+  void print_start();
+  void print_step(int64_t step, double loss, double seconds);
+
+  const TrainOptions& o_;
+  comm::Communicator& comm_;
+  Setup s_;
+  std::ostream& out_;
+  bool rank0_ = false, progress_ = false;
+  std::optional<model::GptModel> model_;
+  std::unique_ptr<engine::Engine> engine_;
+  std::optional<DataLoader> loader_, val_loader_;
+  TokenBatch batch_;
+  std::vector<int32_t> x_, y_;
+  TrainSummary summary_;
+};
+
+Status Run::init() {
+  const int64_t B = s_.cfg.batch.train_micro_batch_size_per_gpu;
+  ZT_ASSIGN_OR_RETURN(CorpusSplits data, load_data(o_, s_.gpt));
+  ZT_ASSIGN_OR_RETURN(model::GptModel m,
+                      model::GptModel::create(s_.gpt, {.max_batch = B, .max_seq = s_.T}));
+  model_.emplace(std::move(m));
+  model_->init_parameters(o_.seed);
+  engine::EngineOptions eo;
+  if (o_.threads > 0) {
+    omp_set_num_threads(o_.threads);
+    eo.configure_threads = false;
+  }
+  ZT_ASSIGN_OR_RETURN(engine_, engine::Engine::create(s_.cfg, &*model_, &comm_, eo));
+  LoaderOptions lo{.seq_len = s_.T,
+                   .micro_batch = B,
+                   .grad_accum_steps = s_.cfg.batch.gradient_accumulation_steps,
+                   .world_size = comm_.world_size(),
+                   .rank = comm_.rank(),
+                   .seed = o_.seed};
+  ZT_ASSIGN_OR_RETURN(DataLoader train_loader, DataLoader::create(data.train, lo));
+  loader_.emplace(std::move(train_loader));
+  if (o_.eval_interval > 0 && data.val && data.val->size() > 0) {
+    lo.grad_accum_steps = 1;
+    lo.shuffle = false;
+    ZT_ASSIGN_OR_RETURN(DataLoader v, DataLoader::create(data.val, lo));
+    val_loader_.emplace(std::move(v));
+  }
+  summary_.tokens_per_step =
+      B * s_.T * s_.cfg.batch.gradient_accumulation_steps * comm_.world_size();
+  summary_.effective_config = config::effective_config_json(s_.cfg);
+  if (rank0_) print_start();
+  return Status();
+}
+
+void Run::print_start() {
+  const engine::MemoryReport mem = engine_->memory();
+  out_ << "[zerotrain] effective ds_config"
+       << (o_.deepspeed_config.empty() ? " (embedded default)" : " (" + o_.deepspeed_config + ")")
+       << ":\n"
+       << summary_.effective_config << "\n";
+  out_ << "[zerotrain] model " << (o_.model_config ? "custom" : o_.model) << ": "
+       << model::parameter_count(s_.gpt) << " parameters (" << mem.numel
+       << " in the flat buffer), seq_len " << s_.T << ", " << comm_.world_size()
+       << " rank(s), micro-batch " << s_.cfg.batch.train_micro_batch_size_per_gpu << ", grad accum "
+       << s_.cfg.batch.gradient_accumulation_steps << ", global batch "
+       << s_.cfg.batch.train_batch_size << " x " << s_.T << " tokens, " << s_.steps << " steps\n";
+  out_ << "[zerotrain] model states per rank " << format_bytes(mem.model_states.total())
+       << " (params " << format_bytes(mem.model_states.parameters) << ", grads "
+       << format_bytes(mem.model_states.gradients) << ", master "
+       << format_bytes(mem.model_states.master_weights) << ", optimizer "
+       << format_bytes(mem.model_states.optimizer_states) << "; 16x formula "
+       << format_bytes(mem.formula_bytes) << "), activations " << format_bytes(mem.activation_bytes)
+       << "\n";
+  out_.flush();
+}
+
+Status Run::train_step(double* loss) {
+  const int64_t gas = engine_->gradient_accumulation_steps();
+  double sum = 0;
+  for (int64_t k = 0; k < gas; ++k) {
+    loader_->next(&batch_);
+    batch_.split(&x_, &y_);
+    ZT_ASSIGN_OR_RETURN(float l, engine_->forward(x_.data(), y_.data(), batch_.batch, s_.T));
+    ZT_RETURN_IF_ERROR(engine_->backward());
+    ZT_RETURN_IF_ERROR(engine_->step());
+    sum += l;
+  }
+  float mean = static_cast<float>(sum / static_cast<double>(gas));
+  if (comm_.world_size() > 1)
+    ZT_RETURN_IF_ERROR(comm_.allreduce(std::span<float>(&mean, 1), comm::ReduceOp::kAvg));
+  *loss = mean;
+  return Status();
+}
+
+StatusOr<double> Run::validate() {
+  double sum = 0;
+  for (int64_t i = 0; i < o_.eval_batches; ++i) {
+    val_loader_->next(&batch_);
+    batch_.split(&x_, &y_);
+    ZT_ASSIGN_OR_RETURN(float l, engine_->evaluate(x_.data(), y_.data(), batch_.batch, s_.T));
+    sum += l;
+  }
+  float mean = static_cast<float>(sum / static_cast<double>(std::max<int64_t>(1, o_.eval_batches)));
+  if (comm_.world_size() > 1)
+    ZT_RETURN_IF_ERROR(comm_.allreduce(std::span<float>(&mean, 1), comm::ReduceOp::kAvg));
+  return mean;
+}
+
+void Run::print_step(int64_t step, double loss, double seconds) {
+  const engine::StepInfo& info = engine_->last_step();
+  StepLine l{.step = step,
+             .total_steps = s_.steps,
+             .loss = loss,
+             .lr = info.lr,
+             .loss_scale = info.loss_scale,
+             .grad_norm = info.grad_norm,
+             .skipped_steps = engine_->skipped_steps(),
+             .tokens_per_s = summary_.tokens_per_step / seconds,
+             .step_ms = seconds * 1e3,
+             .rss_bytes = rss_bytes(),
+             .model_state_bytes = engine_->memory().model_states.total()};
+  if (progress_) std::cerr << "\r\033[K" << std::flush;
+  out_ << format_step_line(l) << "\n" << std::flush;
+}
+
+StatusOr<TrainSummary> Run::loop() {
+  const int64_t every = s_.cfg.steps_per_print.value_or(10);  // DeepSpeed's default
+  double timed_seconds = 0;
+  const auto start = Clock::now();
+  for (int64_t step = 1; step <= s_.steps; ++step) {
+    const auto t0 = Clock::now();
+    double loss = 0;
+    ZT_RETURN_IF_ERROR(train_step(&loss));
+    const double dt = std::chrono::duration<double>(Clock::now() - t0).count();
+    if (step > 1 || s_.steps == 1) timed_seconds += dt;
+    summary_.losses.push_back(loss);
+    if (rank0_ && (step == 1 || step == s_.steps || (every > 0 && step % every == 0)))
+      print_step(step, loss, dt);
+    if (val_loader_ && step % o_.eval_interval == 0) {
+      ZT_ASSIGN_OR_RETURN(double v, validate());
+      summary_.val_losses.push_back(v);
+      if (rank0_) out_ << "[zerotrain] step " << step << " | val_loss " << v << "\n" << std::flush;
+    }
+    if (progress_) std::cerr << format_progress(step, s_.steps, loss) << std::flush;
+  }
+  if (progress_) std::cerr << "\n";
+  const int64_t timed_steps = s_.steps > 1 ? s_.steps - 1 : 1;
+  summary_.steps = s_.steps;
+  summary_.skipped_steps = engine_->skipped_steps();
+  summary_.first_loss = summary_.losses.front();
+  summary_.last_loss = summary_.losses.back();
+  summary_.mean_tokens_per_s = summary_.tokens_per_step * timed_steps / timed_seconds;
+  if (rank0_) {
+    const double total = std::chrono::duration<double>(Clock::now() - start).count();
+    char buf[256];
+    std::snprintf(buf, sizeof(buf),
+                  "[zerotrain] done: %lld steps (%lld skipped) in %.1f s | loss %.4f -> %.4f | "
+                  "mean %.0f tokens/s",
+                  static_cast<long long>(summary_.steps),
+                  static_cast<long long>(summary_.skipped_steps), total, summary_.first_loss,
+                  summary_.last_loss, summary_.mean_tokens_per_s);
+    out_ << buf;
+    if (!summary_.val_losses.empty()) out_ << " | val_loss " << summary_.val_losses.back();
+    out_ << "\n" << std::flush;
+  }
+  return summary_;
+}
+
+}  // namespace
+
+StatusOr<TrainSummary> train(const TrainOptions& options, comm::Communicator& comm) {
+  ZT_ASSIGN_OR_RETURN(Setup setup, make_setup(options, comm.world_size()));
+  Run run(options, comm, std::move(setup));
+  ZT_RETURN_IF_ERROR(run.init());
+  return run.loop();
+}
+
+}  // namespace zerotrain::train

@@ -1,0 +1,66 @@
+// The built-in trainer loop (`zerotrain train`): builds the config (the
+// user's ds_config or the embedded default, "auto" resolved from the
+// trainer's flags and the communicator's world size), the model (a preset
+// by name), the data (the generated corpus, or token shards from a
+// directory), the engine, then runs optimizer steps, logging DeepSpeed-style
+// lines on rank 0 every steps_per_print steps (and at step 1 and the last).
+//
+//   TrainOptions o;
+//   o.steps = 100;
+//   ZT_ASSIGN_OR_RETURN(TrainSummary s, train(o, *comm));
+//   std::printf("%.3f -> %.3f\n", s.first_loss, s.last_loss);
+//
+// Deterministic: the same options, world size and thread count give
+// bit-identical losses (seeded init, seeded loader, deterministic kernels).
+// Thread-safety: train() uses the calling thread and the communicator; run
+// one per rank.
+#pragma once
+
+#include <cstdint>
+#include <iosfwd>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "comm/communicator.h"
+#include "common/status.h"
+#include "model/gpt_config.h"
+
+namespace zerotrain::train {
+
+struct TrainOptions {
+  std::string deepspeed_config;  // ds_config.json path; empty: kDefaultDsConfig
+  std::string model = "gpt2-tiny";
+  std::optional<model::GptConfig> model_config;  // overrides `model` (tests, tools)
+  std::string data_dir;            // train_*.bin / val_*.bin shards; empty: generated corpus
+  uint64_t corpus_bytes = 400000;  // size of the generated corpus
+  uint64_t seed = 1234;            // init and data order
+  // Optimizer steps; unset: scheduler.total_num_steps, else the default.
+  std::optional<int64_t> steps;
+  // Trainer arguments ("auto" sources). Unset means "not given": with the
+  // embedded config the trainer's defaults fill them, with a user config
+  // they stay unset (an "auto" that needs one is then an error).
+  std::optional<double> lr, weight_decay, max_grad_norm;
+  std::optional<int64_t> micro_batch, grad_accum, warmup_steps;
+  std::optional<bool> bf16, fp16;
+  std::optional<int64_t> seq_len;  // unset: min(preset seq_len, default 64)
+  int64_t eval_interval = 0;       // validation loss every N steps; 0 = off
+  int64_t eval_batches = 4;        // micro-batches per rank per validation
+  int threads = 0;  // OpenMP threads per rank; 0: cores / local ranks (or OMP_NUM_THREADS)
+  std::ostream* out = nullptr;   // rank 0's log; null: std::cout
+  std::optional<bool> progress;  // progress bar on stderr; unset: iff a TTY
+};
+
+struct TrainSummary {
+  std::vector<double> losses;      // per optimizer step, mean over ranks and micro-batches
+  std::vector<double> val_losses;  // per validation
+  double first_loss = 0, last_loss = 0;
+  double mean_tokens_per_s = 0;  // global tokens / step time, step 1 (warm-up) excluded
+  int64_t steps = 0, skipped_steps = 0;
+  int64_t tokens_per_step = 0;   // global: B * T * gas * world
+  std::string effective_config;  // as printed at start
+};
+
+StatusOr<TrainSummary> train(const TrainOptions& options, comm::Communicator& comm);
+
+}  // namespace zerotrain::train
