@@ -46,7 +46,8 @@
 // group g's parameters or gradients again, so a communication thread may
 // reduce them while the earlier stages compute (overlap_comm). A hook's
 // non-OK status aborts the pass and is returned (the activations are then
-// invalid: run forward again).
+// invalid: run forward again; an aborted backward leaves a partial sum in
+// the gradients: zero them).
 // Activations (saved tensors) are owned by the model, not by groups, so a
 // ZeRO stage need not keep parameters alive between forward and backward;
 // it must present the same values again for the backward.
