@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# scripts/bench.sh BUILD_DIR [RESULTS_MD]: runs every benchmark once and
+# writes RESULTS_MD (default bench/RESULTS.md). Run by `make bench`, which
+# builds BUILD_DIR with -DZEROTRAIN_BUILD_BENCH=ON first.
+#   1. zt_probe          fp32 FMA / bf16 dot / AMX peaks, STREAM bandwidth
+#   2. zt_kernels_bench  GEMM and op times at GPT-2 small shapes (3 repetitions)
+#   3. zt_adamw_bench    fused AdamW step vs triad (3 repetitions)
+#   4. zt_comm_bench     allreduce / reduce_scatter / allgather under
+#                        `zerotrain run --num_gpus 2`
+# Threads: one process uses every core; the comm bench runs 2 ranks x
+# cores/2 threads. Raw JSON and console logs stay in BUILD_DIR/bench-results.
+# A failing step is reported and leaves its section empty; the exit status
+# is then 1. ZT_BENCH_NOTE, if set, is printed at the top of the report.
+# About 3-5 minutes on 2 cores.
+set -uo pipefail
+
+build=${1:-build}
+results=${2:-bench/RESULTS.md}
+bin="$build/bin"
+ranks=2
+cores=$(nproc)
+comm_threads=$(( cores / ranks > 0 ? cores / ranks : 1 ))
+
+for b in zt_probe zt_kernels_bench zt_adamw_bench zt_comm_bench zt_bench_report zerotrain; do
+  if [ ! -x "$bin/$b" ]; then
+    echo "bench.sh: $bin/$b is missing; build with -DZEROTRAIN_BUILD_BENCH=ON (make bench)" >&2
+    exit 2
+  fi
+done
+mkdir -p "$build/bench-results"
+out=$(cd "$build/bench-results" && pwd)
+rm -f "$out"/*.json "$out"/*.txt
+
+loadavg() { cut -d' ' -f1-3 /proc/loadavg; }
+date_utc=$(date -u +%Y-%m-%dT%H:%M:%SZ)
+load_start=$(loadavg)
+commit=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
+if [ -n "$(git status --porcelain --untracked-files=no 2>/dev/null)" ]; then commit="$commit (dirty tree)"; fi
+status=0
+begin=$SECONDS
+
+# step NAME LOG COMMAND...: runs COMMAND, console output to the terminal and LOG.
+step() {
+  local name=$1 log=$2 t0=$SECONDS
+  shift 2
+  echo "== $name"
+  if "$@" 2>&1 | tee "$out/$log"; then
+    echo "   $name: $((SECONDS - t0)) s"
+  else
+    echo "bench.sh: $name failed (log: $out/$log)" >&2
+    status=1
+  fi
+}
+
+probe() { OMP_NUM_THREADS=$cores "$bin/zt_probe" --repeats 5 > "$out/probe.json"; }
+gbench() {  # gbench BINARY JSON MIN_TIME [FILTER]
+  OMP_NUM_THREADS=$cores "$bin/$1" --benchmark_repetitions=3 --benchmark_min_time="$3" \
+    --benchmark_out="$out/$2" --benchmark_out_format=json ${4:+--benchmark_filter="$4"}
+}
+comm() {
+  OMP_NUM_THREADS=$comm_threads "$bin/zerotrain" run --num_gpus "$ranks" \
+    "$bin/zt_comm_bench" --json "$out/comm.json"
+}
+
+step "zt_probe (peaks, STREAM)" probe.txt probe
+step "zt_kernels_bench" kernels.txt gbench zt_kernels_bench kernels.json 0.1
+step "zt_adamw_bench" adamw.txt gbench zt_adamw_bench adamw.json 0.2
+step "zt_comm_bench ($ranks ranks)" comm.txt comm
+
+load_end=$(loadavg)
+note=${ZT_BENCH_NOTE:-}
+if [ -z "$note" ] && awk -v l="${load_start%% *}" -v c="$cores" 'BEGIN { exit !(l > 0.5 * c) }'; then
+  note="Provisional: the machine was shared and loaded (load average ${load_start%% *} on $cores cores at start); read the spreads, and re-run on a quiet machine for final numbers."
+fi
+json_escape() { printf '%s' "$1" | sed 's/\\/\\\\/g; s/"/\\"/g'; }
+cat > "$out/meta.json" <<JSON
+{"date": "$date_utc", "commit": "$(json_escape "$commit")",
+ "load_start": "$load_start", "load_end": "$load_end",
+ "threads": "probes, kernels, AdamW: 1 process x $cores threads; comm: $ranks ranks x $comm_threads threads",
+ "seconds": $((SECONDS - begin)), "note": "$(json_escape "$note")"}
+JSON
+
+if ! "$bin/zt_bench_report" --dir "$out" --out "$results"; then
+  echo "bench.sh: zt_bench_report failed" >&2
+  exit 1
+fi
+echo "== wrote $results ($((SECONDS - begin)) s; raw JSON in $out)"
+exit $status
