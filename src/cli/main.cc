@@ -9,12 +9,17 @@
 #include <vector>
 
 #include "cli/commands.h"
+#include "common/log.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"zerotrain: ZeRO-style distributed training (DeepSpeed-compatible configs and launcher)"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "zerotrain 0.1.0");
 
+  if (zerotrain::Status s = zerotrain::log::set_level_from_env(); !s.ok()) {
+    std::cerr << "zerotrain: " << s.message() << "\n";
+    return 2;
+  }
   std::map<CLI::App*, zerotrain::cli::Runner> runners;
   auto add = [&](zerotrain::cli::Runner (*adder)(CLI::App&)) {
     size_t before = app.get_subcommands({}).size();

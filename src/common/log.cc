@@ -1,6 +1,12 @@
 // Line-atomic stderr logging.
 #include "common/log.h"
 
+#include <optional>
+#include <string>
+#include <utility>
+
+#include "common/env.h"
+
 #include <atomic>
 #include <cstdio>
 #include <mutex>
@@ -23,6 +29,22 @@ const char* level_tag(Level l) {
 }  // namespace
 
 void set_level(Level l) { g_level = l; }
+
+Status set_level_from_env() {
+  std::optional<std::string> text = env::get("ZEROTRAIN_LOG_LEVEL");
+  if (!text) return ok_status();
+  static constexpr std::pair<const char*, Level> kNames[] = {
+      {"debug", Level::kDebug}, {"info", Level::kInfo}, {"warn", Level::kWarn},
+      {"warning", Level::kWarn}, {"error", Level::kError}};
+  for (const auto& [name, l] : kNames) {
+    if (*text == name) {
+      set_level(l);
+      return ok_status();
+    }
+  }
+  return invalid_argument("environment variable ZEROTRAIN_LOG_LEVEL='" + *text +
+                          "' is not one of debug, info, warn, error");
+}
 Level level() { return g_level; }
 void set_rank(int rank) { g_rank = rank; }
 

@@ -15,6 +15,9 @@ namespace zerotrain::log {
 enum class Level { kDebug, kInfo, kWarn, kError };
 
 void set_level(Level level);
+// Applies ZEROTRAIN_LOG_LEVEL (debug, info, warn, error); InvalidArgument
+// naming the variable for anything else. Unset keeps the current level.
+Status set_level_from_env();
 Level level();
 // Rank shown in the prefix; -1 (default) shows none.
 void set_rank(int rank);

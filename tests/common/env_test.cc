@@ -1,4 +1,5 @@
 #include "common/env.h"
+#include "common/log.h"
 
 #include <gtest/gtest.h>
 
@@ -29,6 +30,25 @@ TEST(Env, DescribeHidesTheSecret) {
 
 TEST(EnvDeathTest, ReadingAnUnregisteredNameIsABug) {
   EXPECT_DEATH((void)env::get("SOME_UNDECLARED_VARIABLE"), "not in the registry");
+}
+
+}  // namespace
+}  // namespace zerotrain
+
+namespace zerotrain {
+namespace {
+
+TEST(LogLevelFromEnv, NamedLevelsApplyAndGarbageIsRefusedNamingTheVariable) {
+  ::setenv("ZEROTRAIN_LOG_LEVEL", "warn", 1);
+  ASSERT_TRUE(log::set_level_from_env().ok());
+  EXPECT_EQ(log::level(), log::Level::kWarn);
+  ::setenv("ZEROTRAIN_LOG_LEVEL", "loud", 1);
+  Status s = log::set_level_from_env();
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("ZEROTRAIN_LOG_LEVEL='loud'"), std::string::npos);
+  EXPECT_EQ(log::level(), log::Level::kWarn);
+  ::unsetenv("ZEROTRAIN_LOG_LEVEL");
+  log::set_level(log::Level::kInfo);
 }
 
 }  // namespace
