@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# The main job of `make run` until the built-in trainer lands: validate every
-# bundled example config (as `zerotrain config check` would for a user), then
-# launch a 2-worker job through `zerotrain run` whose workers rendezvous over
-# the authenticated TCP store and check Gloo collectives end to end.
+# The main job of `make run`: validate every bundled example config (as
+# `zerotrain config check` would for a user), then train gpt2-tiny with the
+# built-in trainer: 2 workers through `zerotrain run`, rendezvous over the
+# authenticated TCP store, gradients all-reduced over Gloo.
 set -euo pipefail
 build=${1:-build}
 bin="$build/bin/zerotrain"
@@ -21,5 +21,7 @@ done
 echo "== effective config of examples/ds_config_zero3.json"
 "$bin" config check "${trainer_args[@]}" examples/ds_config_zero3.json
 
-echo "== zerotrain run --num_gpus 2 -- zt_collective_worker (Gloo over TCP, 2 processes)"
-"$bin" run --num_gpus 2 -- "$build/bin/zt_collective_worker"
+# The built-in trainer with its embedded ds_config (fp32, AdamW, WarmupLR,
+# ZeRO stage 0): gpt2-tiny on the generated corpus, 2 data-parallel ranks.
+echo "== zerotrain run --num_gpus 2 -- zerotrain train (embedded default config)"
+"$bin" run --num_gpus 2 -- "$bin" train

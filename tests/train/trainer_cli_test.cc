@@ -1,0 +1,80 @@
+// `zerotrain train` and `zerotrain data` through the binary: 2 ranks under
+// `zerotrain run` exit 0 with a falling loss; tokenize then train on the
+// shards; the embedded config prints and parses; a ZeRO-2 config is refused.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <regex>
+#include <string>
+#include <vector>
+
+#include "integration/subprocess.h"
+#include "train/test_util.h"
+
+namespace zerotrain::train {
+namespace {
+
+using zerotrain::testing::run_process;
+
+// Losses of the "[zerotrain] step N/M | loss X" lines, in order.
+std::vector<double> logged_losses(const std::string& out) {
+  std::vector<double> losses;
+  static const std::regex kLine(R"(\[zerotrain\] step \d+/\d+ \| loss ([0-9.]+))");
+  for (auto it = std::sregex_iterator(out.begin(), out.end(), kLine); it != std::sregex_iterator();
+       ++it)
+    losses.push_back(std::stod((*it)[1]));
+  return losses;
+}
+
+TEST(TrainerCli, TwoRanksThroughTheLauncherLossFalls) {
+  auto r = run_process({ZT_BIN, "run", "--num_gpus", "2", "--", ZT_BIN, "train", "--steps", "50"},
+                       std::chrono::seconds(150));
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("2 rank(s)"), std::string::npos) << r.out;
+  const std::vector<double> losses = logged_losses(r.out);
+  ASSERT_EQ(losses.size(), 3u) << r.out;  // steps 1, 25, 50
+  EXPECT_GT(losses[0], 5.0);
+  EXPECT_LT(losses[1], losses[0]);
+  EXPECT_LT(losses[2], 3.0) << r.out;
+  EXPECT_NE(r.out.find("[zerotrain] done: 50 steps (0 skipped)"), std::string::npos);
+}
+
+TEST(TrainerCli, TokenizeThenTrainOnShards) {
+  testing::TempDir dir;
+  {
+    std::ofstream text(dir.file("in.txt"));
+    for (int i = 0; i < 400; ++i) text << "the cat sat on the mat number " << i % 7 << ".\n";
+  }
+  auto tok = run_process({ZT_BIN, "data", "tokenize", dir.file("in.txt"), dir.file("shards"),
+                          "--shard-tokens", "4096", "--val-fraction", "0.1"},
+                         std::chrono::seconds(30));
+  ASSERT_EQ(tok.exit_code, 0) << tok.err;
+  EXPECT_NE(tok.out.find("val tokens"), std::string::npos) << tok.out;
+  auto r = run_process({ZT_BIN, "train", "--data", dir.file("shards"), "--steps", "3", "--seq-len",
+                        "32", "--micro-batch", "2", "--eval-interval", "3"},
+                       std::chrono::seconds(60), {"OMP_NUM_THREADS=1"});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("val_loss"), std::string::npos) << r.out;
+}
+
+TEST(TrainerCli, RefusesStagesNotImplementedAndBadFlags) {
+  auto r = run_process({ZT_BIN, "train", "--deepspeed",
+                        std::string(ZT_SOURCE_DIR) + "/examples/ds_config_zero2.json", "--lr",
+                        "3e-4", "--steps", "2"},
+                       std::chrono::seconds(30));
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  EXPECT_NE(r.err.find("not supported yet"), std::string::npos) << r.err;
+  auto bad = run_process({ZT_BIN, "train", "--model", "gpt3"}, std::chrono::seconds(30));
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.err.find("unknown model preset 'gpt3'"), std::string::npos) << bad.err;
+}
+
+TEST(TrainerCli, PrintsTheEmbeddedConfig) {
+  auto r = run_process({ZT_BIN, "train", "--print-default-config"}, std::chrono::seconds(10));
+  ASSERT_EQ(r.exit_code, 0);
+  EXPECT_NE(r.out.find("\"type\": \"AdamW\""), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("\"type\": \"WarmupLR\""), std::string::npos);
+}
+
+}  // namespace
+}  // namespace zerotrain::train
