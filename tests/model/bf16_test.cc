@@ -3,7 +3,7 @@
 // mantissa bits: each operand is off by up to 2^-9 relative, compounding
 // through the backward: measured 0.2-0.4% at GPT-2 init, ~4% with weights
 // of std 0.3, growing smoothly towards the first layer), differ from it
-// (the path is really taken), and still train.
+// (the path is really taken), and train along the fp32 loss curve.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -55,20 +55,20 @@ TEST(GptModelBf16, LossAndGradientsTrackFp32) {
   }
 }
 
-TEST(GptModelBf16, TrainsAndAccountsItsScratch) {
-  GptModel m = make(true);
-  m.init_parameters(3);
+TEST(GptModelBf16, TrainsLikeFp32AndAccountsItsScratch) {
   const std::vector<int32_t> tok = random_tokens(B * T, 23, 11), tgt = random_tokens(B * T, 23, 12);
-  float first = 0, last = 0;
-  for (int step = 0; step < 20; ++step) {
-    m.zero_gradients();
-    last = *m.forward(tok.data(), tgt.data(), B, T);
-    if (step == 0) first = last;
-    ASSERT_TRUE(m.backward().ok());
-    for (int64_t i = 0; i < m.layout().total_numel(); ++i)
-      m.parameters()[i] -= 0.5f * m.gradients()[i];
+  std::vector<float> losses[2];
+  for (int k = 0; k < 2; ++k) {
+    GptModel run = make(k == 1);
+    run.init_parameters(3);
+    losses[k] = testing::train_sgd(run, tok, tgt, B, T, 6, 0.2f);
   }
-  EXPECT_LT(last, 0.5f * first) << "first " << first << " last " << last;
+  // Measured: 3.168 -> 2.541 in both, per-step gap <= 1.8e-3.
+  for (size_t i = 0; i < losses[0].size(); ++i) {
+    EXPECT_NEAR(losses[1][i], losses[0][i], 1e-2) << "step " << i;
+  }
+  EXPECT_LT(losses[1].back(), losses[1].front() - 0.4f);
+  GptModel m = make(true);
   const int64_t fp32 = GptModel::activation_bytes(micro_config(), B, T);
   const int64_t bf16 = GptModel::activation_bytes(micro_config(), B, T, true);
   EXPECT_EQ(m.memory().activation_bytes, bf16);

@@ -60,20 +60,11 @@ TEST(GptModel, SgdOverfitsOneBatch) {
   GptModel m = make();
   m.init_parameters(3);
   Batch b;
-  const int64_t n = m.layout().total_numel();
-  // Plain SGD, lr 0.5, 20 steps on 20 fixed tokens: 3.14 -> ~1.0 (not
-  // monotone: plain SGD on attention overshoots now and then).
-  float first = 0, last = 0;
-  for (int step = 0; step < 20; ++step) {
-    m.zero_gradients();
-    StatusOr<float> loss = m.forward(b.tokens.data(), b.targets.data(), B, T);
-    ASSERT_TRUE(loss.ok());
-    ASSERT_TRUE(m.backward().ok());
-    if (step == 0) first = *loss;
-    last = *loss;
-    for (int64_t i = 0; i < n; ++i) m.parameters()[i] -= 0.5f * m.gradients()[i];
-  }
-  EXPECT_LT(last, 0.5f * first) << "first " << first << " last " << last;
+  // Plain SGD, lr 0.2, on 20 fixed tokens: 3.14, 3.05, 2.89, 2.76, 2.64,
+  // 2.51 (it overshoots later, so only the steady first steps are held).
+  const std::vector<float> losses = testing::train_sgd(m, b.tokens, b.targets, B, T, 6, 0.2f);
+  for (size_t i = 1; i < losses.size(); ++i) EXPECT_LT(losses[i], losses[i - 1]) << "step " << i;
+  EXPECT_LT(losses.back(), losses.front() - 0.5f);
 }
 
 TEST(GptModel, TwoHalfBatchesAccumulateToTheFullBatch) {

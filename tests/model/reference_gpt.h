@@ -1,7 +1,8 @@
 // Test helpers for model/: a double-precision GPT-2 forward written from the
 // formulas (the kernels' reference ops, no src/model or src/kernels code),
-// reading parameters from a flat buffer through a ParamLayout, and a micro
-// config small enough for whole-model finite differences.
+// reading parameters from a flat buffer through a ParamLayout, a micro
+// config small enough for whole-model finite differences, and a plain SGD
+// loop.
 //
 //   Vec flat = to_double(params);
 //   double loss = reference_loss(cfg, layout, flat, tokens, targets, B, T);
@@ -16,6 +17,7 @@
 
 #include "kernels/reference.h"
 #include "model/gpt_config.h"
+#include "model/gpt_model.h"
 #include "model/param_layout.h"
 
 namespace zerotrain::model::testing {
@@ -76,6 +78,24 @@ inline std::vector<int32_t> random_tokens(int n, int V, uint32_t seed) {
   std::vector<int32_t> v(n);
   for (int32_t& t : v) t = d(gen);
   return v;
+}
+
+// `steps` of plain SGD (zero grads, forward, backward, p -= lr·g) on one
+// fixed batch; the loss of each step. Aborts on a failed pass.
+inline std::vector<float> train_sgd(GptModel& m, const std::vector<int32_t>& tokens,
+                                    const std::vector<int32_t>& targets, int B, int T, int steps,
+                                    float lr) {
+  std::vector<float> losses;
+  const int64_t n = m.layout().total_numel();
+  for (int step = 0; step < steps; ++step) {
+    m.zero_gradients();
+    StatusOr<float> loss = m.forward(tokens.data(), targets.data(), B, T);
+    ZT_CHECK(loss.ok(), loss.status().to_string());
+    ZT_CHECK(m.backward().ok(), "backward failed");
+    losses.push_back(*loss);
+    for (int64_t i = 0; i < n; ++i) m.parameters()[i] -= lr * m.gradients()[i];
+  }
+  return losses;
 }
 
 }  // namespace zerotrain::model::testing
