@@ -52,7 +52,7 @@ step() {
   fi
 }
 
-probe() { OMP_NUM_THREADS=$cores "$bin/zt_probe" --repeats 5 > "$out/probe.json"; }
+probe() { OMP_NUM_THREADS=$cores "$bin/zt_probe" > "$out/probe.json"; }
 gbench() {  # gbench BINARY JSON MIN_TIME [FILTER]
   OMP_NUM_THREADS=$cores "$bin/$1" --benchmark_repetitions=3 --benchmark_min_time="$3" \
     --benchmark_out="$out/$2" --benchmark_out_format=json ${4:+--benchmark_filter="$4"}

@@ -68,12 +68,17 @@ struct PeakResult {
   ComputeIsa isa = ComputeIsa::kAvx2Fma;
   int threads = 1;
   int64_t iterations = 0;  // per thread per repeat
-  Samples gflops;          // all threads together
+  // All threads together. gflops sums each thread's FLOPs over its own CPU
+  // time (what the cores do while they run: the reference GEMM and MFU
+  // divide by); gflops_wall divides by the team's wall time (lower whenever
+  // another process took the core).
+  Samples gflops;
+  Samples gflops_wall;
 };
 
 // Calibrates the iteration count to seconds_per_repeat, checks the checksum
-// of every repeat, and reports GFLOP/s. Unavailable when the ISA is not
-// usable; Internal when a checksum is wrong.
+// of every repeat, and reports GFLOP/s by CPU time and by wall time. Unavailable when the ISA is
+// not usable; Internal when a checksum is wrong.
 StatusOr<PeakResult> measure_peak(ComputeIsa isa, const PeakOptions& options);
 
 }  // namespace zerotrain::bench

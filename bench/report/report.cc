@@ -12,12 +12,15 @@ namespace {
 using nlohmann::json;
 
 std::string fmt(const char* format, ...) {
-  char buf[256];
-  va_list args;
+  va_list args, copy;
   va_start(args, format);
-  std::vsnprintf(buf, sizeof(buf), format, args);
+  va_copy(copy, args);
+  const int n = std::vsnprintf(nullptr, 0, format, copy);
+  va_end(copy);
+  std::string out(n > 0 ? n : 0, '\0');
+  std::vsnprintf(out.data(), out.size() + 1, format, args);
   va_end(args);
-  return buf;
+  return out;
 }
 
 double num(const json& j, const char* key, double fallback = 0) {
@@ -72,20 +75,23 @@ std::string machine_section(const ReportInputs& in) {
 std::string peaks_section(const json& probe) {
   std::ostringstream o;
   o << "## Peaks (zt_probe)\n\nRegister-blocked loops of independent accumulators, checksum-"
-       "verified; best of the repeats, ± half the best-to-worst range over the median.\n\n";
-  o << "| probe | 1 core GFLOP/s | spread | all cores GFLOP/s | threads | per core |\n"
-       "|---|---|---|---|---|---|\n";
+       "verified; best of the repeats, spread = ± half the best-to-worst range over the median. "
+       "`cpu` divides each thread's FLOPs by its own CPU time (the core's rate while it runs: "
+       "the reference below), `wall` by the team's wall time (lower when other processes took "
+       "the core).\n\n";
+  o << "| probe | 1 core cpu | spread | 1 core wall | all cores cpu | all cores wall | threads |\n"
+       "|---|---|---|---|---|---|---|\n";
   if (!probe.is_object()) return o.str() + "\n(zt_probe did not run)\n\n";
   for (const auto& [isa, c] : probe["compute"].items()) {
     if (!c.value("available", false)) {
-      o << "| " << isa << " | not available: " << str(c, "reason") << " | | | | |\n";
+      o << "| " << isa << " | not available: " << str(c, "reason") << " | | | | | |\n";
       continue;
     }
-    const json& one = c["one_core_gflops"];
+    const Samples s = summary_of(c["one_core_gflops"]);
     const json& all = c["all_cores_gflops"];
-    const Samples s = summary_of(one);
-    o << fmt("| %s | %.1f | %s | %.1f | %.0f | %.1f |\n", isa.c_str(), s.best, spread(s).c_str(),
-             num(all, "best"), num(all, "threads"), num(all, "per_core_best"));
+    o << fmt("| %s | %.1f | %s | %.1f | %.1f | %.1f | %.0f |\n", isa.c_str(), s.best,
+             spread(s).c_str(), num(c["one_core_gflops_wall"], "best"), num(all, "best"),
+             num(c["all_cores_gflops_wall"], "best"), num(all, "threads"));
   }
   return o.str() + "\n";
 }
@@ -174,8 +180,9 @@ std::string gemm_section(const ReportInputs& in) {
   const double fp32_peak = num(fp32, "all_cores_gflops");
   const auto [bf16_isa, bf16_gflops] = bf16_peak(in.probe);
   o << fmt(
-      "GFLOP/s = 2·M·N·K / wall time; ratio to the all-cores peak of the same run: fp32 "
-      "%s %.0f GFLOP/s, bf16 %s %.0f GFLOP/s.\n\n",
+      "GFLOP/s = 2·M·N·K / wall time; ratio to the all-cores CPU-time peak of the same "
+      "run (fp32 %s %.0f GFLOP/s, bf16 %s %.0f GFLOP/s), so a loaded machine lowers the "
+      "ratio rather than inflating it.\n\n",
       str(fp32, "isa", "none").c_str(), fp32_peak, bf16_isa.c_str(), bf16_gflops);
   o << "| case | impl | ms (median) | GFLOP/s best | spread | of peak "
        "|\n|---|---|---|---|---|---|\n";
@@ -279,9 +286,10 @@ std::string summary_section(const ReportInputs& in) {
   const json& fp32 = in.probe.is_object() ? in.probe["fp32_fma_peak"] : json();
   const double one = num(fp32, "one_core_gflops"), all = num(fp32, "all_cores_gflops");
   o << fmt(
-      "| fp32 FMA peak (%s) | %.1f GFLOP/s a core, %.1f all cores | DESIGN.md's ~230 a core "
-      "| %s | (reference) |\n",
-      str(fp32, "isa", "none").c_str(), one, all, pct(one / 230).c_str());
+      "| fp32 FMA peak (%s, cpu time) | %.1f GFLOP/s a core, %.1f all cores (wall: %.1f, "
+      "%.1f) | DESIGN.md's ~230 a core | %s | (reference) |\n",
+      str(fp32, "isa", "none").c_str(), one, all, num(fp32, "one_core_gflops_wall"),
+      num(fp32, "all_cores_gflops_wall"), pct(one / 230).c_str());
   const auto [bf16_isa, bf16_gflops] = bf16_peak(in.probe);
   for (bool bf16 : {false, true}) {
     const auto [name, g] = best_gemm(in.kernels, bf16);
