@@ -17,6 +17,8 @@ function(zt_add_gtest)
   target_include_directories(${ARG_NAME} PRIVATE ${PROJECT_SOURCE_DIR}/src ${PROJECT_SOURCE_DIR}/tests)
   gtest_discover_tests(${ARG_NAME}
     DISCOVERY_MODE PRE_TEST
-    PROPERTIES LABELS "${ARG_LABELS}" TIMEOUT ${ARG_TIMEOUT}
+    # Passive OpenMP waits: ctest runs tests in parallel on few cores, where
+    # spinning worker threads of one test starve the others.
+    PROPERTIES LABELS "${ARG_LABELS}" TIMEOUT ${ARG_TIMEOUT} ENVIRONMENT "OMP_WAIT_POLICY=passive"
     TEST_PREFIX "${ARG_NAME}.")
 endfunction()
