@@ -94,7 +94,9 @@ Runner add_train_command(CLI::App& app) {
   cmd->add_option("--max-grad-norm", f->max_grad_norm, "gradient_clipping");
   cmd->add_flag("--bf16", f->bf16, "bf16 mixed precision (resolves bf16.enabled: auto)");
   cmd->add_flag("--fp16", f->fp16, "fp16 with dynamic loss scaling (fp16.enabled: auto)");
-  cmd->add_option("--eval-interval", f->o.eval_interval, "validation loss every N steps (0: off)");
+  f->o.eval_interval = 100;
+  cmd->add_option("--eval-interval", f->o.eval_interval, "validation loss every N steps (0: off)")
+      ->capture_default_str();
   cmd->add_option("--eval-batches", f->o.eval_batches, "validation micro-batches per rank")
       ->capture_default_str();
   cmd->add_option("--corpus-bytes", f->o.corpus_bytes, "size of the generated corpus")

@@ -20,8 +20,11 @@
 //      clips: g *= 1 / (max(1, (norm/scale + 1e-6) / gradient_clipping) * scale)
 //   4. optimizer step on the fp32 master weights; scheduler step; new lr
 //   5. publish: the model's buffer gets the master weights rounded to the
-//      model dtype (bf16/fp16 values in fp32 storage: the model layer has no
-//      16-bit GEMM path, so it computes in fp32 from the rounded weights)
+//      model dtype: bf16/fp16 VALUES in fp32 storage, every parameter (as
+//      DeepSpeed's 16-bit module holds them). The model has no 16-bit
+//      parameter storage; for bf16 build it with bf16_compute so its GEMMs
+//      also round their inputs (the trainer does); fp16 computes in fp32
+//      from the fp16-rounded weights.
 // Precision: fp32 (the model buffer is the master), bf16 and fp16 (fp32
 // master weights and optimizer states, fp32 gradients). fp32 and bf16 (with
 // check_grad_overflow) also skip a step whose gradients are not finite.

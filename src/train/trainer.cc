@@ -197,8 +197,12 @@ class Run {
 Status Run::init() {
   const int64_t B = s_.cfg.batch.train_micro_batch_size_per_gpu;
   ZT_ASSIGN_OR_RETURN(CorpusSplits data, load_data(o_, s_.gpt));
-  ZT_ASSIGN_OR_RETURN(model::GptModel m,
-                      model::GptModel::create(s_.gpt, {.max_batch = B, .max_seq = s_.T}));
+  // bf16: the GEMMs read bf16 operands too (the engine keeps the weights
+  // themselves bf16-rounded).
+  ZT_ASSIGN_OR_RETURN(
+      model::GptModel m,
+      model::GptModel::create(
+          s_.gpt, {.max_batch = B, .max_seq = s_.T, .bf16_compute = s_.cfg.bf16.enabled}));
   model_.emplace(std::move(m));
   model_->init_parameters(o_.seed);
   engine::EngineOptions eo;

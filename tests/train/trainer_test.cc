@@ -102,6 +102,31 @@ TEST(Trainer, TwoRanksFollowOneRankWithTheSameGlobalBatch) {
     EXPECT_NEAR(two[0][i], one->losses[i], 1e-5 * one->losses[i]) << "step " << i + 1;
 }
 
+// bf16 (rounded weights, bf16 GEMMs) tracks fp32 over 40 steps; fp16
+// starts at scale 2^16, skips the overflowing first steps while halving,
+// then trains as well.
+TEST(Trainer, MixedPrecisionTracksFp32) {
+  std::ostringstream sink;
+  auto fp32 = train_one_rank(small(40, &sink));
+  TrainOptions o = small(40, &sink);
+  o.bf16 = true;
+  auto bf16 = train_one_rank(o);
+  o = small(40, &sink);
+  o.fp16 = true;
+  auto fp16 = train_one_rank(o);
+  ASSERT_TRUE(fp32.ok() && bf16.ok() && fp16.ok());
+  const double ref = mean_tail(fp32->losses, 5);
+  RecordProperty("fp32_bf16_fp16_tail", std::to_string(ref) + " " +
+                                            std::to_string(mean_tail(bf16->losses, 5)) + " " +
+                                            std::to_string(mean_tail(fp16->losses, 5)));
+  EXPECT_LT(ref, 3.5);
+  EXPECT_NEAR(mean_tail(bf16->losses, 5), ref, 0.15);
+  EXPECT_EQ(bf16->skipped_steps, 0);
+  EXPECT_GT(fp16->skipped_steps, 0) << "2^16 x these gradients overflows fp16";
+  EXPECT_LT(fp16->skipped_steps, 10);
+  EXPECT_NEAR(mean_tail(fp16->losses, 5), ref, 0.25);
+}
+
 TEST(Trainer, LogHasConfigStepLinesAndSummary) {
   std::ostringstream log;
   TrainOptions o = small(4, &log);
