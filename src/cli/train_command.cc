@@ -2,9 +2,11 @@
 // the built-in trainer on this process's rank (RANK/WORLD_SIZE/MASTER_* as
 // `zerotrain run` sets them; alone it is rank 0 of 1). With no arguments it
 // trains gpt2-tiny on the generated corpus with the embedded ds_config.
+#include <array>
 #include <iostream>
 #include <memory>
 #include <optional>
+#include <vector>
 
 #include "cli/commands.h"
 #include "comm/gloo_communicator.h"
@@ -18,7 +20,8 @@ namespace {
 struct TrainFlags {
   train::TrainOptions o;
   int64_t steps = 0, micro_batch = 0, grad_accum = 0, seq_len = 0, warmup_steps = 0;
-  double lr = 0, weight_decay = 0, max_grad_norm = 0;
+  double lr = 0, weight_decay = 0, max_grad_norm = 0, eps = 0;
+  std::vector<double> betas;
   bool bf16 = false, fp16 = false, print_default_config = false;
 };
 
@@ -42,6 +45,8 @@ int run_train(const CLI::App* cmd, TrainFlags& f) {
   o.lr = given(cmd, "--lr", f.lr);
   o.weight_decay = given(cmd, "--weight-decay", f.weight_decay);
   o.max_grad_norm = given(cmd, "--max-grad-norm", f.max_grad_norm);
+  o.eps = given(cmd, "--eps", f.eps);
+  if (f.betas.size() == 2) o.betas = std::array<double, 2>{f.betas[0], f.betas[1]};
   o.bf16 = given(cmd, "--bf16", f.bf16);
   o.fp16 = given(cmd, "--fp16", f.fp16);
 
@@ -91,6 +96,8 @@ Runner add_train_command(CLI::App& app) {
   cmd->add_option("--seq-len", f->seq_len, "tokens per sequence (<= the model's block size)");
   cmd->add_option("--warmup-steps", f->warmup_steps, "scheduler warmup_num_steps");
   cmd->add_option("--weight-decay", f->weight_decay, "AdamW weight decay");
+  cmd->add_option("--betas", f->betas, "Adam betas, two numbers")->expected(2);
+  cmd->add_option("--eps", f->eps, "Adam epsilon");
   cmd->add_option("--max-grad-norm", f->max_grad_norm, "gradient_clipping");
   cmd->add_flag("--bf16", f->bf16, "bf16 mixed precision (resolves bf16.enabled: auto)");
   cmd->add_flag("--fp16", f->fp16, "fp16 with dynamic loss scaling (fp16.enabled: auto)");

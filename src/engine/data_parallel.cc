@@ -47,6 +47,11 @@ Status DataParallelStrategy::reduce_gradients() {
   if (c.world_size() == 1) return Status();
   if (options_.allreduce_op == config::AllreduceOp::kSum)
     return c.allreduce(grads_, comm::ReduceOp::kSum);
+  const float n = static_cast<float>(c.world_size());
+  if (options_.prescale) {
+    optim::scale_in_place(grads_, 1.0f / n);
+    return c.allreduce(grads_, comm::ReduceOp::kSum);
+  }
   const double f = options_.predivide_factor;
   if (f == 1.0) return c.allreduce(grads_, comm::ReduceOp::kAvg);
   // DeepSpeed's predivide: shrink before the sum (fp16 headroom), finish after.

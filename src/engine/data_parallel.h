@@ -3,10 +3,10 @@
 // buffers, an fp32 master copy (only for bf16/fp16; for fp32 the model's
 // buffer IS the master), and full optimizer states. At the boundary the
 // gradient buffer is all-reduced in place (mean, or sum per
-// gradient_allreduce_op, with gradient_predivide_factor), so every rank
-// steps identically. Memory: 16Ψ bytes a rank for fp32 + Adam (4 params +
-// 4 grads + 8 moments); bf16/fp16 add the 4Ψ master (the compute copy is
-// fp32 storage here, see precision.h), 20Ψ instead of DeepSpeed's 16Ψ.
+// gradient_allreduce_op; prescale_gradients / gradient_predivide_factor as
+// in DeepSpeed), so every rank steps identically. Memory: 16Ψ bytes a rank for fp32 + Adam (4
+// params + 4 grads + 8 moments); bf16/fp16 add the 4Ψ master (the compute copy is fp32 storage
+// here, see precision.h), 20Ψ instead of DeepSpeed's 16Ψ.
 //
 //   DataParallelOptions o{.model = &model, .comm = comm.get(),
 //                         .dtype = cfg.model_dtype(), .state_count = 2};
@@ -34,7 +34,10 @@ struct DataParallelOptions {
   config::DType dtype = config::DType::kFp32;
   int state_count = 2;  // optimizer state arrays per element
   config::AllreduceOp allreduce_op = config::AllreduceOp::kMean;
-  double predivide_factor = 1.0;  // mean: g/f, sum over ranks, then * f/N
+  // Mean, as DeepSpeed's allreduce_bucket: prescale_gradients divides by N
+  // before the sum; otherwise g/f, sum, then * f/N (f = predivide factor).
+  bool prescale = false;
+  double predivide_factor = 1.0;
 };
 
 class DataParallelStrategy : public ZeroStrategy {

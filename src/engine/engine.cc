@@ -59,7 +59,8 @@ StatusOr<std::unique_ptr<Engine>> Engine::create(const config::Config& config,
   dp.dtype = config.model_dtype();
   dp.state_count = e->optimizer_->state_count();
   dp.allreduce_op = config.gradient_allreduce_op;
-  dp.predivide_factor = config.prescale_gradients ? config.gradient_predivide_factor : 1.0;
+  dp.prescale = config.prescale_gradients;
+  dp.predivide_factor = config.gradient_predivide_factor;
   ZT_ASSIGN_OR_RETURN(e->strategy_, DataParallelStrategy::create(dp));
 
   // DeepSpeed's schedulers write their initial lr at construction.

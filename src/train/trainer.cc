@@ -60,6 +60,8 @@ config::TrainerArgs given_args(const TrainOptions& o, int world, int64_t hidden)
   a.lr = o.lr;
   a.weight_decay = o.weight_decay;
   a.max_grad_norm = o.max_grad_norm;
+  a.eps = o.eps;
+  a.betas = o.betas;
   a.micro_batch_per_gpu = o.micro_batch;
   a.gradient_accumulation_steps = o.grad_accum;
   a.warmup_steps = o.warmup_steps;

@@ -16,6 +16,7 @@
 // one per rank.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <iosfwd>
 #include <optional>
@@ -40,7 +41,8 @@ struct TrainOptions {
   // Trainer arguments ("auto" sources). Unset means "not given": with the
   // embedded config the trainer's defaults fill them, with a user config
   // they stay unset (an "auto" that needs one is then an error).
-  std::optional<double> lr, weight_decay, max_grad_norm;
+  std::optional<double> lr, weight_decay, max_grad_norm, eps;
+  std::optional<std::array<double, 2>> betas;
   std::optional<int64_t> micro_batch, grad_accum, warmup_steps;
   std::optional<bool> bf16, fp16;
   std::optional<int64_t> seq_len;  // unset: min(preset seq_len, default 64)

@@ -71,5 +71,39 @@ TEST(DataParallel, TwoRanksMatchOneRankWithTheSameGlobalBatch) {
   EXPECT_LT(w, 1e-5);
 }
 
+// One SGD step (lr 1) at 2 ranks: the weight change is minus the reduced
+// gradient, so each reduction variant shows in it directly.
+std::vector<float> sgd_update(const std::string& reduce_keys) {
+  std::vector<float> update[2];
+  comm::testutil::run_ranks(2, [&](comm::Communicator& c) {
+    model::GptModel m = make_model(2);
+    const std::vector<float> w0 = copy(m.parameters(), m.layout().total_numel());
+    auto e =
+        Engine::create(parse(R"({"train_batch_size": 4, "gradient_clipping": 0, )" + reduce_keys +
+                                 R"(, "optimizer": {"type": "SGD", "params": {"lr": 1}}})",
+                             2),
+                       &m, &c);
+    ASSERT_TRUE(e.ok()) << e.status().to_string();
+    const auto x = tokens(2 * T, 300 + c.rank()), y = tokens(2 * T, 400 + c.rank());
+    ASSERT_TRUE((*e)->forward(x.data(), y.data(), 2, T).ok());
+    ASSERT_TRUE((*e)->backward().ok());
+    ASSERT_TRUE((*e)->step().ok());
+    update[c.rank()] = testutil::delta(copy(m.parameters(), m.layout().total_numel()), w0);
+  });
+  EXPECT_EQ(update[0], update[1]);
+  return update[0];
+}
+
+TEST(DataParallel, ReductionVariantsFollowDeepSpeed) {
+  const std::vector<float> mean = sgd_update(R"("gradient_allreduce_op": "mean")");
+  // sum: twice the mean at 2 ranks (exact: a power of two).
+  std::vector<float> sum = sgd_update(R"("gradient_allreduce_op": "sum")");
+  for (float& v : sum) v *= 0.5f;
+  EXPECT_LT(testutil::relative_l2(sum, mean), 1e-6);
+  // prescale (g/N, then sum) and predivide (g/f, sum, * f/N) are the mean.
+  EXPECT_LT(testutil::relative_l2(sgd_update(R"("prescale_gradients": true)"), mean), 1e-6);
+  EXPECT_LT(testutil::relative_l2(sgd_update(R"("gradient_predivide_factor": 8)"), mean), 1e-6);
+}
+
 }  // namespace
 }  // namespace zerotrain::engine

@@ -4,11 +4,14 @@
 #include "engine/engine.h"
 
 #include <gtest/gtest.h>
+#include <omp.h>
 
 #include <cmath>
 
 #include "comm/gloo_communicator.h"
+#include "common/env.h"
 #include "engine/engine_test_util.h"
+#include "engine/threads.h"
 #include "optim/adam.h"
 
 namespace zerotrain::engine {
@@ -201,6 +204,17 @@ TEST(Engine, MemoryAccountingMatchesTheStage0Formula) {
     EXPECT_EQ(r.formula_bytes, 16 * psi);
     EXPECT_EQ(r.activation_bytes, model::GptModel::activation_bytes(m.config(), 2, 16));
   }
+}
+
+// ranks x threads = cores unless OMP_NUM_THREADS is set.
+TEST(Threads, RanksTimesThreadsIsTheCoreCount) {
+  if (env::get("OMP_NUM_THREADS")) GTEST_SKIP() << "OMP_NUM_THREADS is set";
+  const int cores = available_cores();
+  EXPECT_EQ(configure_compute_threads(1), cores);
+  EXPECT_EQ(omp_get_max_threads(), cores);
+  EXPECT_EQ(configure_compute_threads(2), std::max(1, cores / 2));
+  EXPECT_EQ(configure_compute_threads(4 * cores), 1);
+  configure_compute_threads(1);
 }
 
 }  // namespace

@@ -81,9 +81,10 @@ TEST(Trainer, SameSeedGivesBitIdenticalLosses) {
   EXPECT_NE(a->losses, c->losses);
 }
 
-// The loader gives 2 ranks x B=4 the same windows as 1 rank x B=8, and the
-// engine averages gradients: the loss curves agree (fp32, 1e-5 relative).
-TEST(Trainer, TwoRanksFollowOneRankWithTheSameGlobalBatch) {
+// The loader gives 2 ranks x B=4 (or B=2 x 2 accumulation steps) the same
+// windows as 1 rank x B=8, and the engine averages gradients: the loss
+// curves agree (fp32, 1e-5 relative).
+TEST(Trainer, TwoRanksAndAccumulationFollowOneRankWithTheSameGlobalBatch) {
   std::ostringstream sink;
   auto one = train_one_rank(small(10, &sink));
   ASSERT_TRUE(one.ok()) << one.status().to_string();
@@ -96,10 +97,24 @@ TEST(Trainer, TwoRanksFollowOneRankWithTheSameGlobalBatch) {
     ASSERT_TRUE(s.ok()) << s.status().to_string();
     two[c.rank()] = s->losses;
   });
+  // And 2 ranks x B=2 x 2 accumulation steps.
+  std::vector<double> accum[2];
+  comm::testutil::run_ranks(2, [&](comm::Communicator& c) {
+    std::ostringstream local;
+    TrainOptions o = small(10, &local);
+    o.micro_batch = 2;
+    o.grad_accum = 2;
+    auto s = train(o, c);
+    ASSERT_TRUE(s.ok()) << s.status().to_string();
+    accum[c.rank()] = s->losses;
+  });
   ASSERT_EQ(two[0].size(), 10u);
+  ASSERT_EQ(accum[0].size(), 10u);
   EXPECT_EQ(two[0], two[1]) << "every rank logs the all-reduced loss";
-  for (size_t i = 0; i < 10; ++i)
+  for (size_t i = 0; i < 10; ++i) {
     EXPECT_NEAR(two[0][i], one->losses[i], 1e-5 * one->losses[i]) << "step " << i + 1;
+    EXPECT_NEAR(accum[0][i], one->losses[i], 1e-5 * one->losses[i]) << "step " << i + 1;
+  }
 }
 
 // bf16 (rounded weights, bf16 GEMMs) tracks fp32 over 40 steps; fp16
