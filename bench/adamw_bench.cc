@@ -23,7 +23,10 @@ namespace zt = zerotrain::tensor;
 
 namespace {
 
-constexpr size_t kN = size_t{1} << 24;  // 64 MiB per fp32 array: far beyond cache
+// 256 MiB per fp32 array (1 GiB for p, g, m, v): this VM reports the host's
+// 480 MiB L3 and, when the host is quiet, 64 MiB arrays still run partly
+// from it (zt_probe's triad sweep), which would flatter both AdamW and triad.
+constexpr size_t kN = size_t{1} << 26;
 
 void triad(float* a, const float* b, const float* c, float s, size_t n) {
 #pragma omp parallel for schedule(static)

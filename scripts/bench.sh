@@ -3,8 +3,8 @@
 # writes RESULTS_MD (default bench/RESULTS.md). Run by `make bench`, which
 # builds BUILD_DIR with -DZEROTRAIN_BUILD_BENCH=ON first.
 #   1. zt_probe          fp32 FMA / bf16 dot / AMX peaks, STREAM bandwidth
-#   2. zt_kernels_bench  GEMM and op times at GPT-2 small shapes (3 repetitions)
-#   3. zt_adamw_bench    fused AdamW step vs triad (3 repetitions)
+#   2. zt_kernels_bench  GEMM and op times at GPT-2 small shapes (5 repetitions)
+#   3. zt_adamw_bench    fused AdamW step vs triad (5 repetitions)
 #   4. zt_comm_bench     allreduce / reduce_scatter / allgather under
 #                        `zerotrain run --num_gpus 2`
 # Threads: one process uses every core; the comm bench runs 2 ranks x
@@ -54,7 +54,7 @@ step() {
 
 probe() { OMP_NUM_THREADS=$cores "$bin/zt_probe" > "$out/probe.json"; }
 gbench() {  # gbench BINARY JSON MIN_TIME [FILTER]
-  OMP_NUM_THREADS=$cores "$bin/$1" --benchmark_repetitions=3 --benchmark_min_time="$3" \
+  OMP_NUM_THREADS=$cores "$bin/$1" --benchmark_repetitions=5 --benchmark_min_time="$3" \
     --benchmark_out="$out/$2" --benchmark_out_format=json ${4:+--benchmark_filter="$4"}
 }
 comm() {
