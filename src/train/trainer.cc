@@ -321,7 +321,12 @@ StatusOr<TrainSummary> Run::loop() {
     if (val_loader_ && step % o_.eval_interval == 0) {
       ZT_ASSIGN_OR_RETURN(double v, validate());
       summary_.val_losses.push_back(v);
-      if (rank0_) out_ << "[zerotrain] step " << step << " | val_loss " << v << "\n" << std::flush;
+      if (rank0_) {
+        if (progress_) std::cerr << "\r\033[K" << std::flush;
+        char buf[64];
+        std::snprintf(buf, sizeof(buf), " | val_loss %.4f\n", v);
+        out_ << "[zerotrain] step " << step << buf << std::flush;
+      }
     }
     if (progress_) std::cerr << format_progress(step, s_.steps, loss) << std::flush;
   }
@@ -342,7 +347,10 @@ StatusOr<TrainSummary> Run::loop() {
                   static_cast<long long>(summary_.skipped_steps), total, summary_.first_loss,
                   summary_.last_loss, summary_.mean_tokens_per_s);
     out_ << buf;
-    if (!summary_.val_losses.empty()) out_ << " | val_loss " << summary_.val_losses.back();
+    if (!summary_.val_losses.empty()) {
+      std::snprintf(buf, sizeof(buf), " | val_loss %.4f", summary_.val_losses.back());
+      out_ << buf;
+    }
     out_ << "\n" << std::flush;
   }
   return summary_;
