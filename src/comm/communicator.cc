@@ -15,7 +15,8 @@ bool overlaps(const void* a, size_t an, const void* b, size_t bn) {
 Status check_elements(const char* op, size_t bytes, DType dtype) {
   if (bytes % dtype_size(dtype) != 0)
     return invalid_argument(std::string(op) + ": " + std::to_string(bytes) +
-                            " bytes is not a whole number of " + std::string(dtype_name(dtype)) + " elements");
+                            " bytes is not a whole number of " + std::string(dtype_name(dtype)) +
+                            " elements");
   return ok_status();
 }
 
@@ -209,6 +210,12 @@ void Communicator::count_bytes(OpType op, uint64_t sent, uint64_t received) {
   std::lock_guard<std::mutex> lock(counters_mu_);
   counters_.op(op).bytes_sent += sent;
   counters_.op(op).bytes_received += received;
+}
+
+void Communicator::count_checksum_bytes(uint64_t sent, uint64_t received) {
+  std::lock_guard<std::mutex> lock(counters_mu_);
+  counters_.checksum_bytes_sent += sent;
+  counters_.checksum_bytes_received += received;
 }
 
 Status validate_comm_options(const CommOptions& o) {

@@ -42,6 +42,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <span>
 #include <string>
 #include <thread>
@@ -72,6 +73,25 @@ class Work {
 };
 using WorkPtr = std::shared_ptr<Work>;
 
+// Test seam: one fault the Gloo backend injects into its own outgoing ring,
+// chain or barrier messages (the real TCP path, between real ranks). It
+// acts on rank `rank`'s `message`-th (0-based) payload send that matches
+// `op` and `peer`, counting from the end of connect(). kDrop never sends
+// it (the receiver times out); kDelay sleeps `delay` on the communication
+// thread first; kCorrupt sends a copy with byte `byte % length` inverted
+// (the sender's buffer is untouched), which the receiver's wire checksum
+// turns into a Corruption error.
+struct FaultPlan {
+  enum class Action { kNone, kDrop, kDelay, kCorrupt };
+  Action action = Action::kNone;
+  int rank = 0;
+  int peer = -1;             // -1: any destination
+  std::optional<OpType> op;  // empty: any collective
+  int message = 0;
+  std::chrono::milliseconds delay{0};
+  size_t byte = 0;
+};
+
 // How to join the job. comm_options_from_env() fills it the way
 // `zerotrain run` sets the environment.
 struct CommOptions {
@@ -89,6 +109,10 @@ struct CommOptions {
   std::string group = "default";  // namespaces store keys
   std::shared_ptr<Store> store;   // rendezvous over this store instead of TCP
   bool host_store = true;         // rank 0 starts the TcpStoreServer
+  // A 4-byte checksum travels with every payload message and is verified on
+  // receipt (Corruption on mismatch). Every rank must agree.
+  bool wire_checksums = true;
+  FaultPlan fault;  // tests only
 };
 
 // RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT, ZEROTRAIN_JOB_SECRET,
@@ -145,6 +169,7 @@ class Communicator {
 
   // Backends report each completed transfer.
   void count_bytes(OpType op, uint64_t sent, uint64_t received);
+  void count_checksum_bytes(uint64_t sent, uint64_t received);
   // Stops the communication thread: the running op finishes, queued ones
   // fail. Derived destructors call it before tearing down their state.
   void shutdown();

@@ -66,6 +66,10 @@ Status GlooCommunicator::fail(const std::string& desc, int peer, const char* dir
     st = unavailable(where + "connection to peer rank " + std::to_string(peer) +
                      " failed (gloo: " + what + ")");
   }
+  return fail_with(std::move(st));
+}
+
+Status GlooCommunicator::fail_with(Status st) {
   if (broken_.ok()) {
     broken_ = Status(st.code(), "communicator unusable after an earlier failure: " + st.message());
     // Closing our side makes our ring neighbours fail now rather than at
@@ -156,7 +160,17 @@ Status GlooCommunicator::connect() {
   // Nobody leaves until everyone's mesh is up: rank 0's store may then go.
   ZT_RETURN_IF_ERROR(do_barrier().with_context("rendezvous at " + store_address_));
   reset_counters();
+  connected_ = true;
   return ok_status();
+}
+
+FaultPlan::Action GlooCommunicator::next_fault(OpType op, int peer) {
+  const FaultPlan& f = options_.fault;
+  if (f.action == FaultPlan::Action::kNone || !connected_ || f.rank != rank()) {
+    return FaultPlan::Action::kNone;
+  }
+  if ((f.peer >= 0 && f.peer != peer) || (f.op && *f.op != op)) return FaultPlan::Action::kNone;
+  return fault_matches_++ == f.message ? f.action : FaultPlan::Action::kNone;
 }
 
 StatusOr<std::unique_ptr<Communicator>> create_gloo_communicator(const CommOptions& options) {

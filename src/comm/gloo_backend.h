@@ -30,6 +30,8 @@ class GlooCommunicator final : public Communicator {
   // connection"), closes every connection so peers fail fast too, and
   // remembers it so later collectives fail immediately.
   Status fail(const std::string& desc, int peer, const char* direction, const std::string& what);
+  // Same bookkeeping for a Status built by the caller (checksum mismatch).
+  Status fail_with(Status st);
   // Non-OK after an earlier failure.
   Status usable() const { return broken_; }
   // Fresh slot range for one collective (all ranks agree: same op order).
@@ -37,6 +39,11 @@ class GlooCommunicator final : public Communicator {
   std::unique_ptr<gloo::transport::UnboundBuffer> buffer(void* ptr, size_t bytes);
   gloo::Context& context() { return *context_; }
   void count(OpType op, uint64_t sent, uint64_t received) { count_bytes(op, sent, received); }
+  void count_checksum(uint64_t sent, uint64_t received) { count_checksum_bytes(sent, received); }
+  bool wire_checksums() const { return options_.wire_checksums; }
+  // The fault (or kNone) for this rank's next payload send of `op` to `peer`.
+  const FaultPlan& fault_plan() const { return options_.fault; }
+  FaultPlan::Action next_fault(OpType op, int peer);
 
  protected:
   Status do_allreduce(std::span<std::byte> data, DType dtype, ReduceOp op) override;
@@ -57,6 +64,8 @@ class GlooCommunicator final : public Communicator {
   std::shared_ptr<gloo::Context> context_;
   Status broken_;
   uint64_t op_seq_ = 0;
+  bool connected_ = false;                   // connect()'s own barrier is not fault-injected
+  int fault_matches_ = 0;                    // payload sends that matched the fault plan so far
   std::vector<std::byte> scratch_;           // ring receive/accumulate space
   std::byte token_send_{1}, token_recv_{0};  // barrier messages
 };

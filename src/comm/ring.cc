@@ -87,7 +87,8 @@ Status GlooCommunicator::do_broadcast(std::span<std::byte> data, int root) {
   Stepper st(*this, OpType::kBroadcast,
              "broadcast of " + std::to_string(bytes) + " bytes from root " + std::to_string(root));
   const int pos = mod(r - root, n), next = mod(r + 1, n), prev = mod(r - 1, n);
-  SendBuffer send{buffer(data.data(), bytes)};
+  SendBuffer send;
+  send.buf = buffer(data.data(), bytes);
   auto into = buffer(data.data(), bytes);
   for (size_t off = 0, seg = 0; off < bytes; off += kBroadcastSegment, ++seg) {
     size_t len = std::min(kBroadcastSegment, bytes - off);
@@ -108,7 +109,8 @@ Status GlooCommunicator::do_barrier() {
   const int n = world_size(), r = rank();
   if (n == 1) return ok_status();
   Stepper st(*this, OpType::kBarrier, "barrier");
-  SendBuffer send{buffer(&token_send_, 1)};
+  SendBuffer send;
+  send.buf = buffer(&token_send_, 1);
   auto into = buffer(&token_recv_, 1);
   uint64_t round = 0;
   for (int d = 1; d < n; d *= 2, ++round)

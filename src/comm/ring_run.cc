@@ -1,7 +1,5 @@
-// Pipelined ring engine and the gloo call wrapper (see ring_run.h).
+// Pipelined ring engine (see ring_run.h); the Stepper is in stepper.cc.
 #include "comm/ring_run.h"
-
-#include <gloo/common/error.h>
 
 #include <algorithm>
 
@@ -16,57 +14,7 @@ constexpr size_t kPieceBytes = 512 << 10;
 
 int mod(int a, int n) { return ((a % n) + n) % n; }
 
-void check_completed(bool completed) {
-  if (!completed) throw gloo::IoException("transfer aborted");
-}
-
 }  // namespace
-
-template <typename F>
-Status Stepper::guard(int peer, const char* direction, F&& f) {
-  try {
-    f();
-    return ok_status();
-  } catch (const std::exception& e) {
-    return comm_.fail(desc_, peer, direction, e.what());
-  }
-}
-
-Status Stepper::post_recv(GlooBuffer& b, int peer, uint64_t slot, size_t off, size_t len) {
-  return guard(peer, "receive from", [&] { b.recv(peer, base_ + slot, off, len); });
-}
-
-// The timeout bounds each wait, i.e. the time without progress.
-Status Stepper::wait_recv(GlooBuffer& b, int peer, size_t len) {
-  ZT_RETURN_IF_ERROR(
-      guard(peer, "receive from", [&] { check_completed(b.waitRecv(nullptr, comm_.timeout())); }));
-  comm_.count(type_, 0, len);
-  return ok_status();
-}
-
-Status Stepper::post_send(SendBuffer& b, int peer, uint64_t slot, size_t off, size_t len) {
-  ZT_RETURN_IF_ERROR(guard(peer, "send to", [&] { b.buf->send(peer, base_ + slot, off, len); }));
-  b.pending++;
-  b.pending_bytes += len;
-  return ok_status();
-}
-
-Status Stepper::drain(SendBuffer& b, int peer) {
-  for (; b.pending > 0; --b.pending)
-    ZT_RETURN_IF_ERROR(guard(peer, "send to",
-                             [&] { check_completed(b.buf->waitSend(nullptr, comm_.timeout())); }));
-  comm_.count(type_, b.pending_bytes, 0);
-  b.pending_bytes = 0;
-  return ok_status();
-}
-
-Status Stepper::exchange(uint64_t slot, SendBuffer& s, int to, size_t soff, size_t slen,
-                         GlooBuffer& r, int from, size_t roff, size_t rlen) {
-  if (rlen > 0) ZT_RETURN_IF_ERROR(post_recv(r, from, slot, roff, rlen));
-  if (slen > 0) ZT_RETURN_IF_ERROR(post_send(s, to, slot, soff, slen));
-  if (rlen > 0) ZT_RETURN_IF_ERROR(wait_recv(r, from, rlen));
-  return drain(s, to);
-}
 
 RingLayout RingLayout::make(size_t es, size_t count, int n, size_t equal_chunk) {
   RingLayout l;

@@ -4,7 +4,10 @@
 // around the ring so that reducing one piece overlaps receiving the next.
 // Stepper wraps gloo's unbound-buffer calls: every wait is bounded by the
 // communicator's timeout, every gloo exception becomes a Status naming the
-// op and the peer, and completed transfers feed the byte counters.
+// op and the peer, and completed transfers feed the byte counters. It also
+// sends a wire checksum with each payload message (slot | kChecksumSlot)
+// and verifies it on receipt, and applies the options' FaultPlan. A buffer
+// may have at most one outstanding receive at a time.
 //
 // Thread-safety: used only on the communication thread, one op at a time.
 #pragma once
@@ -13,6 +16,7 @@
 
 #include <memory>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "comm/gloo_backend.h"
@@ -21,11 +25,28 @@ namespace zerotrain::comm {
 
 using GlooBuffer = gloo::transport::UnboundBuffer;
 
+// A message's checksum (and, for an injected corruption, the corrupted
+// copy of its payload) in flight, in memory of its own.
+struct WireSide {
+  std::vector<std::byte> mem;  // [checksum (4 bytes) | corrupted payload copy]
+  std::unique_ptr<GlooBuffer> buf;
+  int pending = 0;
+};
+
 // A send-side unbound buffer with its not-yet-awaited sends.
 struct SendBuffer {
   std::unique_ptr<GlooBuffer> buf;
   int pending = 0;
   uint64_t pending_bytes = 0;
+  std::vector<std::unique_ptr<WireSide>> side;
+};
+
+// The checksum expected for the one outstanding receive into a buffer.
+struct RecvCheck {
+  uint32_t value = 0;
+  std::unique_ptr<GlooBuffer> buf;
+  size_t off = 0, len = 0;
+  bool pending = false;
 };
 
 class Stepper {
@@ -45,11 +66,15 @@ class Stepper {
  private:
   template <typename F>
   Status guard(int peer, const char* direction, F&& f);
+  Status post_side(SendBuffer& b, int peer, uint64_t slot, size_t off, size_t len,
+                   FaultPlan::Action fault);
+  Status verify(GlooBuffer& b, RecvCheck& rc, int peer);
 
   GlooCommunicator& comm_;
   OpType type_;
   std::string desc_;
   uint64_t base_;
+  std::unordered_map<const GlooBuffer*, RecvCheck> checks_;
 };
 
 // Chunk and piece geometry, identical on every rank.

@@ -44,6 +44,10 @@ struct OpCounters {
 
 struct CommCounters {
   std::array<OpCounters, kNumOpTypes> per_op{};
+  // Wire checksums (4 bytes per payload message), kept apart so the
+  // payload counters above stay exact.
+  uint64_t checksum_bytes_sent = 0;
+  uint64_t checksum_bytes_received = 0;
 
   const OpCounters& op(OpType type) const { return per_op[static_cast<int>(type)]; }
   OpCounters& op(OpType type) { return per_op[static_cast<int>(type)]; }
