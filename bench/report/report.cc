@@ -46,6 +46,11 @@ Samples rates(const std::vector<double>& seconds, double work) {
   return summarize(r);
 }
 
+// "4 KiB", "16 MiB".
+std::string size_text(double bytes) {
+  return bytes >= (1 << 20) ? fmt("%.0f MiB", bytes / (1 << 20)) : fmt("%.0f KiB", bytes / 1024);
+}
+
 // A Samples object from its JSON form (best, median, spread).
 Samples summary_of(const json& j) {
   Samples s;
@@ -258,8 +263,7 @@ std::string comm_section(const json& comm) {
        "best busbw | median of 1.2 GB/s |\n|---|---|---|---|---|---|---|---|---|---|\n";
   for (const json& r : comm["results"]) {
     const double size = num(r, "size");
-    const std::string sz =
-        size >= (1 << 20) ? fmt("%.0f MiB", size / (1 << 20)) : fmt("%.0f KiB", size / 1024);
+    const std::string sz = size_text(size);
     o << fmt("| %s | %s | %.0f | %.1f | %.1f | %.3f | %.3f | %.3f | %.3f | %s |\n",
              str(r, "op").c_str(), sz.c_str(), num(r, "iters"), num(r, "time_us"),
              num(r, "median_time_us"), num(r, "algbw_gbps"), num(r, "busbw_gbps"),
@@ -322,7 +326,7 @@ std::string summary_section(const ReportInputs& in) {
   if (in.comm.is_object() && in.comm.contains("results")) {
     for (const json& r : in.comm["results"]) {
       if (str(r, "op") == "allreduce" && num(r, "median_busbw_gbps") > busbw) {
-        busbw = num(r, "median_busbw_gbps"), at = fmt("%.0f KiB", num(r, "size") / 1024);
+        busbw = num(r, "median_busbw_gbps"), at = size_text(num(r, "size"));
       }
     }
   }

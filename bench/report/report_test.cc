@@ -116,7 +116,7 @@ TEST(Report, CommRowsAndMissingSections) {
       std::string::npos)
       << md;
   EXPECT_NE(md.find("**Provisional.**"), std::string::npos);
-  EXPECT_NE(md.find("allreduce busbw, best median over sizes (4096 KiB) | 0.600 GB/s"),
+  EXPECT_NE(md.find("allreduce busbw, best median over sizes (4 MiB) | 0.600 GB/s"),
             std::string::npos)
       << md;
   EXPECT_NE(md.find("(zt_kernels_bench did not run)"), std::string::npos);
