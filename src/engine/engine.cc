@@ -1,10 +1,12 @@
 // Engine: micro-step bookkeeping and the boundary step (see engine.h).
 #include "engine/engine.h"
 
+#include <chrono>
 #include <cmath>
 #include <limits>
 #include <string>
 
+#include "common/log.h"
 #include "engine/builders.h"
 #include "engine/data_parallel.h"
 #include "engine/precision.h"
@@ -16,6 +18,12 @@ namespace zerotrain::engine {
 Engine::~Engine() = default;
 
 namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
 
 Status check_supported(const config::Config& config, const comm::Communicator& comm) {
   if (config.zero.stage != 0)
@@ -63,6 +71,10 @@ StatusOr<std::unique_ptr<Engine>> Engine::create(const config::Config& config,
   dp.predivide_factor = config.gradient_predivide_factor;
   ZT_ASSIGN_OR_RETURN(e->strategy_, DataParallelStrategy::create(dp));
 
+  if (comm->rank() == 0 && config.communication_data_type &&
+      *config.communication_data_type != config::DType::kFp32)
+    log::warn("communication_data_type ", config::to_string(*config.communication_data_type),
+              " is not acted on yet: stage 0 all-reduces fp32 gradients");
   // DeepSpeed's schedulers write their initial lr at construction.
   if (e->scheduler_) optim::apply_lr(*e->scheduler_, *e->optimizer_);
   e->strategy_->zero_gradients();
@@ -72,7 +84,9 @@ StatusOr<std::unique_ptr<Engine>> Engine::create(const config::Config& config,
 StatusOr<float> Engine::forward(const int32_t* tokens, const int32_t* targets, int64_t B,
                                 int64_t T) {
   backward_pending_ = false;
+  const auto t0 = Clock::now();
   ZT_ASSIGN_OR_RETURN(float loss, model_->forward(tokens, targets, B, T));
+  times_.forward += seconds_since(t0);
   backward_pending_ = targets != nullptr;
   return loss;
 }
@@ -82,15 +96,23 @@ Status Engine::backward() {
     return invalid_argument("Engine::backward: no forward() with targets since the last backward");
   backward_pending_ = false;
   const double dloss = scaler_->loss_scale() / static_cast<double>(gas_);
+  const auto t0 = Clock::now();
   ZT_RETURN_IF_ERROR(model_->backward(static_cast<float>(dloss)));
-  return strategy_->after_backward(is_gradient_accumulation_boundary());
+  Status s = strategy_->after_backward(is_gradient_accumulation_boundary());
+  times_.backward += seconds_since(t0);
+  return s;
 }
 
 Status Engine::step() {
   const bool boundary = is_gradient_accumulation_boundary();
   ++micro_steps_;
-  if (boundary) ZT_RETURN_IF_ERROR(boundary_step());
-  return Status();
+  if (!boundary) return Status();
+  const auto t0 = Clock::now();
+  const double reduce_before = times_.reduce;
+  Status s = boundary_step();
+  times_.step += seconds_since(t0) - (times_.reduce - reduce_before);
+  ++times_.boundaries;
+  return s;
 }
 
 StatusOr<float> Engine::evaluate(const int32_t* tokens, const int32_t* targets, int64_t B,
@@ -128,7 +150,9 @@ Status Engine::boundary_step() {
   StepInfo info;
   info.loss_scale = scaler_->loss_scale();
   info.lr = optimizer_->lr();
+  const auto t0 = Clock::now();
   ZT_RETURN_IF_ERROR(strategy_->reduce_gradients());
+  times_.reduce += seconds_since(t0);
   std::span<float> grads = strategy_->owned_gradients();
   if (config_.fp16.enabled) round_through_in_place(config::DType::kFp16, grads);
 

@@ -73,6 +73,13 @@ struct StepInfo {
   double lr = 0;          // lr the optimizer step used
 };
 
+// Seconds spent in each phase since the last reset_timings() (for
+// wall_clock_breakdown); reduce is inside the boundary step, step excludes it.
+struct PhaseTimes {
+  double forward = 0, backward = 0, reduce = 0, step = 0;
+  int64_t boundaries = 0;
+};
+
 class Engine {
  public:
   // The model must have flat parameter and gradient buffers with the
@@ -104,6 +111,8 @@ class Engine {
   const StepInfo& last_step() const { return last_step_; }
   int64_t gradient_accumulation_steps() const { return gas_; }
   MemoryReport memory() const;
+  const PhaseTimes& timings() const { return times_; }
+  void reset_timings() { times_ = {}; }
 
   const config::Config& config() const { return config_; }
   model::GptModel& model() { return *model_; }
@@ -132,6 +141,7 @@ class Engine {
   int64_t skipped_steps_ = 0;
   bool backward_pending_ = false;  // forward done, backward not yet
   StepInfo last_step_;
+  PhaseTimes times_;
 };
 
 }  // namespace zerotrain::engine

@@ -225,7 +225,7 @@ TEST(Trainer, UserConfigAutosTakeFlagsThenDefaults) {
   testing::TempDir dir;
   {
     std::ofstream(dir.file("ds.json")) << R"({"train_micro_batch_size_per_gpu": "auto",
-        "gradient_clipping": 0.5, "steps_per_print": 1,
+        "gradient_clipping": 0.5, "steps_per_print": 1, "wall_clock_breakdown": true,
         "optimizer": {"type": "AdamW", "params": {"lr": "auto", "weight_decay": "auto"}},
         "scheduler": {"type": "WarmupDecayLR", "params": {"warmup_num_steps": "auto",
             "total_num_steps": "auto"}}})";
@@ -242,6 +242,7 @@ TEST(Trainer, UserConfigAutosTakeFlagsThenDefaults) {
   EXPECT_NE(text.find("\"total_num_steps\": 3"), std::string::npos);                 // --steps
   EXPECT_NE(text.find("\"gradient_clipping\": 0.5"), std::string::npos);             // explicit
   EXPECT_NE(text.find("step 2/3"), std::string::npos) << "steps_per_print 1";
+  EXPECT_NE(text.find("[zerotrain] time (ms) | forward: "), std::string::npos) << text;
 }
 
 TEST(TrainLog, StepLineFields) {

@@ -1,0 +1,38 @@
+// Trainer set-up, internal to src/train/: the typed config (the user's
+// ds_config or the embedded default, "auto" resolved HF-style), the model
+// shape, the sequence length and step count, and the datasets.
+//
+//   ZT_ASSIGN_OR_RETURN(Setup s, make_setup(options, comm.world_size()));
+//   ZT_ASSIGN_OR_RETURN(CorpusSplits data, load_data(options, s.gpt));
+//
+// Thread-safety: pure functions (they read files).
+#pragma once
+
+#include <cstdint>
+
+#include "common/status.h"
+#include "config/config.h"
+#include "model/gpt_config.h"
+#include "train/data/corpus.h"
+#include "train/trainer.h"
+
+namespace zerotrain::train {
+
+struct Setup {
+  config::Config cfg;
+  model::GptConfig gpt;
+  int64_t T = 0;      // sequence length
+  int64_t steps = 0;  // optimizer steps to run
+};
+
+// A user config gets the arguments the user gave (a non-auto value that
+// disagrees with one is an error, as in HF); an "auto" whose argument was
+// not given takes the trainer's default (DefaultTrainerArgs), and only that
+// one. The embedded config gets the defaults for everything not given.
+StatusOr<Setup> make_setup(const TrainOptions& options, int world_size);
+
+// The generated corpus (5% validation) or DIR/train_*.bin (+ val_*.bin if
+// any). InvalidArgument if the data's vocabulary exceeds the model's.
+StatusOr<CorpusSplits> load_data(const TrainOptions& options, const model::GptConfig& gpt);
+
+}  // namespace zerotrain::train
