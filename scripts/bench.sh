@@ -35,9 +35,12 @@ loadavg() { cut -d' ' -f1-3 /proc/loadavg; }
 date_utc=$(date -u +%Y-%m-%dT%H:%M:%SZ)
 load_start=$(loadavg)
 commit=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
-if [ -n "$(git status --porcelain --untracked-files=no 2>/dev/null)" ]; then commit="$commit (dirty tree)"; fi
+if [ -n "$(git status --porcelain --untracked-files=no 2>/dev/null)" ]; then
+  commit="$commit (dirty tree)"
+fi
 status=0
 begin=$SECONDS
+load_steps=""
 
 # step NAME LOG COMMAND...: runs COMMAND, console output to the terminal and LOG.
 step() {
@@ -46,6 +49,7 @@ step() {
   echo "== $name"
   if "$@" 2>&1 | tee "$out/$log"; then
     echo "   $name: $((SECONDS - t0)) s"
+    load_steps+="${load_steps:+; }after ${name%% *}: $(loadavg)"
   else
     echo "bench.sh: $name failed (log: $out/$log)" >&2
     status=1
@@ -69,14 +73,21 @@ step "zt_comm_bench ($ranks ranks)" comm.txt comm
 
 load_end=$(loadavg)
 note=${ZT_BENCH_NOTE:-}
-if [ -z "$note" ] && awk -v l="${load_start%% *}" -v c="$cores" 'BEGIN { exit !(l > 0.5 * c) }'; then
-  note="Provisional: the machine was shared and loaded (load average ${load_start%% *} on $cores cores at start); read the spreads, and re-run on a quiet machine for final numbers."
+# Highest 1-minute load seen at start, after each step, or at the end.
+busy=$(printf '%s\n' "$load_start" "$load_end" ${load_steps:+"$load_steps"} |
+  grep -o ': [0-9.]*\|^[0-9.]*' | tr -d ': ' |
+  awk -v c="$cores" '$1 > m { m = $1 } END { if (m > 0.5 * c) print m }')
+if [ -z "$note" ] && [ -n "$busy" ]; then
+  note="Provisional: the machine was shared and loaded (1-minute load average up to $busy"
+  note+=" on $cores cores during the run); read the spreads, and re-run on a quiet machine"
+  note+=" for final numbers."
 fi
 json_escape() { printf '%s' "$1" | sed 's/\\/\\\\/g; s/"/\\"/g'; }
 cat > "$out/meta.json" <<JSON
 {"date": "$date_utc", "commit": "$(json_escape "$commit")",
  "load_start": "$load_start", "load_end": "$load_end",
- "threads": "probes, kernels, AdamW: 1 process x $cores threads; comm: $ranks ranks x $comm_threads threads",
+ "threads": "probes, kernels, AdamW: 1 process x $cores threads; comm: $ranks ranks x $comm_threads",
+ "load_steps": "$(json_escape "$load_steps")",
  "seconds": $((SECONDS - begin)), "note": "$(json_escape "$note")"}
 JSON
 

@@ -44,6 +44,20 @@ WireBytes expected_wire_bytes(BenchOp op, int64_t count, size_t elem_size, int w
   return {2 * total - chunk(rank) - chunk(rank + 1), 2 * total - chunk(rank - 1) - chunk(rank)};
 }
 
+Status check_wire_bytes(const std::string& what, const MovedBytes& moved, int iters,
+                        const WireBytes& per_call) {
+  const uint64_t n = static_cast<uint64_t>(iters);
+  if (moved.calls == n && moved.sent == per_call.sent * n &&
+      moved.received == per_call.received * n) {
+    return ok_status();
+  }
+  return internal_error(what + ": counters say " + std::to_string(moved.sent) + " B sent, " +
+                        std::to_string(moved.received) + " B received in " +
+                        std::to_string(moved.calls) + " calls; formula " +
+                        std::to_string(per_call.sent * n) + " and " +
+                        std::to_string(per_call.received * n) + " B in " + std::to_string(iters));
+}
+
 std::vector<int64_t> size_sweep(int64_t min_bytes, int64_t max_bytes, int64_t factor) {
   std::vector<int64_t> sizes;
   if (min_bytes <= 0 || factor < 2) return sizes;

@@ -18,7 +18,10 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <vector>
+
+#include "common/status.h"
 
 namespace zerotrain::bench {
 
@@ -43,6 +46,16 @@ struct WireBytes {
 };
 WireBytes expected_wire_bytes(BenchOp op, int64_t count, size_t elem_size, int world_size,
                               int rank);
+
+// What the communicator's counters said for a series of calls of one op.
+struct MovedBytes {
+  uint64_t calls = 0, sent = 0, received = 0;
+};
+
+// OK if `moved` is exactly `iters` calls of `per_call` bytes; Internal naming
+// `what`, the counted and the formula bytes otherwise.
+Status check_wire_bytes(const std::string& what, const MovedBytes& moved, int iters,
+                        const WireBytes& per_call);
 
 // min_bytes, min_bytes*factor, ... up to and including max_bytes.
 std::vector<int64_t> size_sweep(int64_t min_bytes, int64_t max_bytes, int64_t factor);

@@ -57,6 +57,21 @@ TEST(BusMath, ScatterGatherWireBytes) {
   EXPECT_EQ(expected_wire_bytes(BenchOp::kAllgather, 1024, 4, 1, 0).sent, 0u);
 }
 
+TEST(BusMath, WireBytesCheckIsExact) {
+  const WireBytes per_call{.sent = 4096, .received = 4096};
+  EXPECT_TRUE(
+      check_wire_bytes("allreduce", {.calls = 3, .sent = 12288, .received = 12288}, 3, per_call)
+          .ok());
+  const Status s = check_wire_bytes("allreduce of 16384 B on rank 1",
+                                    {.calls = 3, .sent = 12289, .received = 12288}, 3, per_call);
+  EXPECT_EQ(s.code(), StatusCode::kInternal);
+  EXPECT_EQ(s.message(),
+            "allreduce of 16384 B on rank 1: counters say 12289 B sent, 12288 B received in 3 "
+            "calls; formula 12288 and 12288 B in 3");
+  EXPECT_FALSE(
+      check_wire_bytes("x", {.calls = 2, .sent = 8192, .received = 8192}, 3, per_call).ok());
+}
+
 TEST(BusMath, SizeSweepIncludesEnds) {
   const std::vector<int64_t> s = size_sweep(4096, int64_t{256} << 20, 4);
   ASSERT_EQ(s.size(), 9u);

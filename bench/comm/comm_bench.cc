@@ -6,8 +6,8 @@
 // (bus_math.h) exactly. Time per iteration is the slowest rank's; the table
 // reports the mean (nccl-tests' convention) and the median over iterations
 // (the machine is shared: a few preempted iterations dominate the mean),
-// algbw = size / time and busbw = algbw x bus_factor; the JSON adds the best. Rank 0 prints the
-// table and one JSON line (also written to --json FILE).
+// algbw = size / time and busbw = algbw x bus_factor; the JSON adds the
+// best. Rank 0 prints the table and one JSON line (also --json FILE).
 //
 //   zerotrain run --num_gpus 2 build/bin/zt_comm_bench
 //   zerotrain run --num_gpus 2 build/bin/zt_comm_bench --ops allreduce --max_bytes 64M
@@ -146,19 +146,12 @@ zerotrain::StatusOr<json> bench_size(zc::Communicator& comm, zb::BenchOp op, int
     }
   }
   if (errors > 0) {
-    return zerotrain::corruption(what + ": " + std::to_string(errors) + " wrong elements on rank " +
-                                 std::to_string(rank) + ", first " + first_error);
+    return zerotrain::corruption(what + ": " + std::to_string(errors) + " wrong elements, first " +
+                                 first_error);
   }
   const zb::WireBytes want = zb::expected_wire_bytes(op, count, sizeof(float), n, rank);
-  if (moved.calls != static_cast<uint64_t>(iters) || moved.bytes_sent != want.sent * iters ||
-      moved.bytes_received != want.received * iters) {
-    return zerotrain::internal_error(
-        what + " on rank " + std::to_string(rank) + ": counters say " +
-        std::to_string(moved.bytes_sent) + " B sent, " + std::to_string(moved.bytes_received) +
-        " B received in " + std::to_string(moved.calls) + " calls; formula " +
-        std::to_string(want.sent * iters) + " and " + std::to_string(want.received * iters) +
-        " B in " + std::to_string(iters));
-  }
+  ZT_RETURN_IF_ERROR(zb::check_wire_bytes(
+      what, {moved.calls, moved.bytes_sent, moved.bytes_received}, iters, want));
   ZT_RETURN_IF_ERROR(agree(comm, times, errors));
   if (errors > 0) return zerotrain::corruption(what + ": wrong elements on another rank");
   double sum = 0;

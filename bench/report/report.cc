@@ -72,6 +72,7 @@ std::string machine_section(const ReportInputs& in) {
            num(m, "l2_bytes") / (1 << 20), num(m, "llc_bytes") / (1 << 20));
   if (m.is_object() && m.contains("features")) o << "| ISA | " << m["features"].dump() << " |\n";
   o << "| load average at start | " << str(in.meta, "load_start") << " |\n";
+  o << "| load average after each step | " << str(in.meta, "load_steps") << " |\n";
   o << "| load average at end | " << str(in.meta, "load_end") << " |\n";
   o << "| threads | " << str(in.meta, "threads") << " |\n\n";
   return o.str();
