@@ -49,7 +49,8 @@ StatusOr<std::unique_ptr<Engine>> Engine::create(const config::Config& config,
     return invalid_argument("Engine::create: model and comm are required");
   ZT_RETURN_IF_ERROR(check_supported(config, *comm));
   if (options.configure_threads)
-    configure_compute_threads(options.local_ranks > 0 ? options.local_ranks : 0);
+    configure_compute_threads(options.local_ranks > 0 ? options.local_ranks
+                                                      : local_ranks_from_env(comm->world_size()));
 
   std::unique_ptr<Engine> e(new Engine());
   e->config_ = config;

@@ -144,4 +144,12 @@ class Engine {
   PhaseTimes times_;
 };
 
+// deepspeed.initialize's counterpart: Engine::create.
+inline StatusOr<std::unique_ptr<Engine>> initialize(const config::Config& config,
+                                                    model::GptModel* model,
+                                                    comm::Communicator* comm,
+                                                    const EngineOptions& options = {}) {
+  return Engine::create(config, model, comm, options);
+}
+
 }  // namespace zerotrain::engine

@@ -17,13 +17,14 @@ int available_cores() {
   return std::max(1, CPU_COUNT(&set));
 }
 
+int local_ranks_from_env(int fallback) {
+  StatusOr<int64_t> n = env::get_int("LOCAL_WORLD_SIZE", fallback);
+  return n.ok() && *n >= 1 ? static_cast<int>(*n) : std::max(1, fallback);
+}
+
 int configure_compute_threads(int local_ranks) {
   if (env::get("OMP_NUM_THREADS")) return omp_get_max_threads();
-  if (local_ranks <= 0) {
-    StatusOr<int64_t> n = env::get_int("LOCAL_WORLD_SIZE", 1);
-    local_ranks = n.ok() ? static_cast<int>(std::max<int64_t>(1, *n)) : 1;
-  }
-  const int threads = std::max(1, available_cores() / local_ranks);
+  const int threads = std::max(1, available_cores() / std::max(1, local_ranks));
   omp_set_num_threads(threads);
   return threads;
 }

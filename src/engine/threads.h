@@ -11,8 +11,11 @@ namespace zerotrain::engine {
 
 // CPUs this process may run on (sched_getaffinity), at least 1.
 int available_cores();
-// Local ranks from LOCAL_WORLD_SIZE when `local_ranks` <= 0 (else 1).
-// Returns the thread count now in effect.
+// Ranks sharing this host: LOCAL_WORLD_SIZE (set by `zerotrain run`), else
+// `fallback` (the engine passes the world size).
+int local_ranks_from_env(int fallback);
+// Unless OMP_NUM_THREADS is set: omp_set_num_threads(max(1, cores /
+// local_ranks)). Returns the thread count now in effect.
 int configure_compute_threads(int local_ranks);
 
 }  // namespace zerotrain::engine

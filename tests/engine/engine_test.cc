@@ -214,6 +214,8 @@ TEST(Threads, RanksTimesThreadsIsTheCoreCount) {
   EXPECT_EQ(omp_get_max_threads(), cores);
   EXPECT_EQ(configure_compute_threads(2), std::max(1, cores / 2));
   EXPECT_EQ(configure_compute_threads(4 * cores), 1);
+  EXPECT_EQ(local_ranks_from_env(3),
+            env::get("LOCAL_WORLD_SIZE") ? *env::get_int("LOCAL_WORLD_SIZE", 0) : 3);
   configure_compute_threads(1);
 }
 
