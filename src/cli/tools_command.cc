@@ -1,0 +1,156 @@
+// `zerotrain estimate`, `zerotrain gpus`, `zerotrain holders`: flags onto
+// tools/ (memory formulas, NVML, /proc scan); no logic of their own.
+#include <cmath>
+#include <iostream>
+#include <memory>
+
+#include "cli/commands.h"
+#include "model/gpt_config.h"
+#include "tools/estimate.h"
+#include "tools/estimate_format.h"
+#include "tools/gpus.h"
+#include "tools/holders.h"
+
+namespace zerotrain::cli {
+namespace {
+
+struct EstimateFlags {
+  std::string params, model, offload = "all", dtype = "bf16";
+  int64_t ranks = 1, nodes = 1, largest_layer = 0;
+  double abf = 1.5;
+};
+
+// "124439808", "7.5e9", "1.5B"-free: integral numbers, also in e-notation.
+StatusOr<int64_t> parse_count(const std::string& text) {
+  char* end = nullptr;
+  const double v = std::strtod(text.c_str(), &end);
+  if (text.empty() || *end != '\0' || !(v >= 1) || v > 9e18 || std::floor(v) != v)
+    return invalid_argument("--params: expected a whole number >= 1 (e.g. 7.5e9), got '" + text +
+                            "'");
+  return static_cast<int64_t>(v);
+}
+
+StatusOr<std::string> estimate_text(const EstimateFlags& f) {
+  tools::EstimateRequest r;
+  if (!f.model.empty()) {
+    ZT_ASSIGN_OR_RETURN(model::GptConfig cfg, model::preset(f.model));
+    r = tools::request_for_model(f.model, tools::model_counts(cfg));
+  } else {
+    ZT_ASSIGN_OR_RETURN(int64_t n, parse_count(f.params));
+    r = tools::request_for_params(n, f.largest_layer);
+  }
+  r.ranks_per_node = f.ranks;
+  r.nodes = f.nodes;
+  r.additional_buffer_factor = f.abf;
+  ZT_ASSIGN_OR_RETURN(r.dtype, tools::parse_train_dtype(f.dtype));
+  ZT_ASSIGN_OR_RETURN(r.offload, tools::parse_offload_filter(f.offload));
+  return tools::format_estimate(r);
+}
+
+Runner add_estimate(CLI::App& app) {
+  auto f = std::make_shared<EstimateFlags>();
+  CLI::App* cmd = app.add_subcommand(
+      "estimate",
+      "model-state memory per rank and per node for ZeRO stages 0-3 (zerotrain's "
+      "accounting and DeepSpeed's estimator)");
+  auto* params = cmd->add_option("--params", f->params, "parameter count (e.g. 7.5e9)");
+  auto* model = cmd->add_option("--model", f->model, "model preset (gpt2-tiny, gpt2, ...)");
+  params->excludes(model);
+  cmd->add_option("--ranks", f->ranks, "ranks (GPUs) per node")->capture_default_str();
+  cmd->add_option("--nodes", f->nodes, "nodes")->capture_default_str();
+  cmd->add_option("--offload", f->offload, "rows to show: cpu (offload), none, all")
+      ->capture_default_str();
+  cmd->add_option("--dtype", f->dtype, "training dtype: bf16, fp16, fp32")->capture_default_str();
+  cmd->add_option("--additional-buffer-factor,--additional_buffer_factor", f->abf,
+                  "DeepSpeed estimator's CPU buffer factor")
+      ->capture_default_str();
+  cmd->add_option("--largest-layer-params", f->largest_layer,
+                  "with --params: largest layer's parameters (DeepSpeed's L)");
+  return [f, cmd] {
+    if (f->model.empty() && f->params.empty()) {
+      std::cerr << "zerotrain estimate: give --params N or --model PRESET\n";
+      return 2;
+    }
+    StatusOr<std::string> text = estimate_text(*f);
+    if (!text.ok()) {
+      std::cerr << "zerotrain estimate: " << text.status().message() << "\n";
+      return 2;
+    }
+    std::cout << *text;
+    return 0;
+  };
+}
+
+Runner add_gpus(CLI::App& app) {
+  auto library = std::make_shared<std::string>(tools::kNvmlLibrary);
+  CLI::App* cmd = app.add_subcommand(
+      "gpus",
+      "memory, utilisation and processes of each NVIDIA GPU (NVML); exit 1 without a driver");
+  cmd->add_option("--nvml-library", *library, "NVML library to load")->capture_default_str();
+  return [library] {
+    StatusOr<std::vector<tools::GpuInfo>> gpus = tools::query_gpus(*library);
+    if (!gpus.ok()) {
+      std::cerr << "zerotrain gpus: " << gpus.status().message() << "\n";
+      return 1;
+    }
+    std::cout << tools::format_gpus(*gpus);
+    return 0;
+  };
+}
+
+struct HoldersFlags {
+  bool kill = false;
+  std::string signal = "TERM", pattern = tools::kDefaultHolderPattern;
+  double wait_s = 2;
+};
+
+Runner add_holders(CLI::App& app) {
+  auto f = std::make_shared<HoldersFlags>();
+  CLI::App* cmd = app.add_subcommand(
+      "holders",
+      "processes holding device files (like fuser -v /dev/nvidia*); --kill signals them");
+  cmd->add_flag("--kill", f->kill, "signal every holder (never this process or its parent)");
+  cmd->add_option("--signal", f->signal, "signal for --kill: name or number")
+      ->capture_default_str();
+  cmd->add_option("--pattern", f->pattern, "glob of the files to look for")->capture_default_str();
+  cmd->add_option("--wait", f->wait_s, "seconds to wait for signalled holders to end")
+      ->capture_default_str();
+  return [f] {
+    StatusOr<int> sig = tools::parse_signal(f->signal);
+    if (!sig.ok()) {
+      std::cerr << "zerotrain holders: " << sig.status().message() << "\n";
+      return 2;
+    }
+    StatusOr<tools::HolderScan> scan = tools::find_holders({.pattern = f->pattern});
+    if (!scan.ok()) {
+      std::cerr << "zerotrain holders: " << scan.status().message() << "\n";
+      return 1;
+    }
+    std::cout << tools::format_holders(*scan, f->pattern);
+    if (!f->kill || scan->holders.empty()) return 0;
+    const auto wait = std::chrono::milliseconds(static_cast<int64_t>(f->wait_s * 1000));
+    std::vector<tools::KillResult> results = tools::kill_holders(scan->holders, *sig, wait);
+    std::cout << tools::format_kill_results(results, *sig);
+    for (const tools::KillResult& r : results)
+      if (r.signalled && !r.ended) return 1;
+    return 0;
+  };
+}
+
+}  // namespace
+
+Runner add_tools_commands(CLI::App& app) {
+  // main() maps every subcommand added here to this runner: dispatch on which one parsed.
+  Runner estimate = add_estimate(app);
+  CLI::App* estimate_cmd = app.get_subcommand("estimate");
+  Runner gpus = add_gpus(app);
+  CLI::App* gpus_cmd = app.get_subcommand("gpus");
+  Runner holders = add_holders(app);
+  return [=] {
+    if (estimate_cmd->parsed()) return estimate();
+    if (gpus_cmd->parsed()) return gpus();
+    return holders();
+  };
+}
+
+}  // namespace zerotrain::cli

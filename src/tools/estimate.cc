@@ -1,0 +1,154 @@
+// Model-state memory formulas: zerotrain's accounting and DeepSpeed's
+// estimator (see estimate.h for the formulas and reference §3.5).
+#include "tools/estimate.h"
+
+#include <algorithm>
+
+#include "model/param_layout.h"
+
+namespace zerotrain::tools {
+
+StatusOr<TrainDtype> parse_train_dtype(std::string_view name) {
+  if (name == "bf16" || name == "bfloat16") return TrainDtype::kBf16;
+  if (name == "fp16" || name == "float16") return TrainDtype::kFp16;
+  if (name == "fp32" || name == "float32") return TrainDtype::kFp32;
+  return invalid_argument("dtype: expected bf16, fp16 or fp32, got '" + std::string(name) + "'");
+}
+
+const char* train_dtype_name(TrainDtype dtype) {
+  switch (dtype) {
+    case TrainDtype::kBf16:
+      return "bf16";
+    case TrainDtype::kFp16:
+      return "fp16";
+    case TrainDtype::kFp32:
+      return "fp32";
+  }
+  return "?";
+}
+
+StateBytes state_bytes(TrainDtype dtype) {
+  if (dtype == TrainDtype::kFp32) return StateBytes{.param = 4, .grad = 4, .optimizer = 8};
+  return StateBytes{.param = 2, .grad = 2, .optimizer = 12};
+}
+
+int64_t partition_numel(int64_t numel, int64_t world) {
+  ZT_CHECK(numel >= 0 && world >= 1, "partition_numel(", numel, ", ", world, ")");
+  return (numel + world - 1) / world;
+}
+
+namespace {
+
+Status validate_setup(const ZeroSetup& s, int stage, bool offload) {
+  if (stage < 0 || stage > 3)
+    return invalid_argument("stage: expected 0, 1, 2 or 3, got " + std::to_string(stage));
+  if (s.params < 1)
+    return invalid_argument("params: must be >= 1, got " + std::to_string(s.params));
+  if (s.world_size < 1 || s.ranks_per_node < 1)
+    return invalid_argument("world_size and ranks_per_node must be >= 1");
+  if (s.world_size % s.ranks_per_node != 0)
+    return invalid_argument("world_size " + std::to_string(s.world_size) +
+                            " is not a multiple of ranks_per_node " +
+                            std::to_string(s.ranks_per_node));
+  if (stage == 0 && offload)
+    return invalid_argument("offload needs ZeRO stage 1, 2 or 3 (stage 0 replicates everything)");
+  return ok_status();
+}
+
+}  // namespace
+
+StatusOr<MemoryEstimate> zerotrain_model_states(const ZeroSetup& s, int stage, bool offload) {
+  ZT_RETURN_IF_ERROR(validate_setup(s, stage, offload));
+  const StateBytes b = state_bytes(s.dtype);
+  const int64_t full = s.params;
+  const int64_t part = partition_numel(s.params, s.world_size);
+  // Elements each state keeps on a rank: whole (full) or one partition.
+  const int64_t param_n = stage == 3 ? part : full;
+  const int64_t grad_n = stage >= 2 ? part : full;
+  const int64_t opt_n = stage >= 1 ? part : full;
+
+  int64_t device = b.param * param_n + b.grad * grad_n + b.optimizer * opt_n;
+  int64_t host = 0;
+  if (offload) {
+    host = b.optimizer * opt_n;
+    if (stage == 3) host += b.param * param_n;
+    device -= host;
+  }
+  return MemoryEstimate{
+      .device_bytes = device, .host_bytes = host * s.ranks_per_node, .host_bytes_per_rank = host};
+}
+
+namespace {
+
+// Python's int() of a non-negative float: truncation.
+int64_t py_int(double v) { return static_cast<int64_t>(v); }
+
+MemoryEstimate ds_result(double cpu, int64_t gpu, int64_t gpus_per_node) {
+  const int64_t cpu_bytes = py_int(cpu);
+  return MemoryEstimate{.device_bytes = gpu,
+                        .host_bytes = cpu_bytes,
+                        .host_bytes_per_rank = cpu_bytes / std::max<int64_t>(gpus_per_node, 1)};
+}
+
+}  // namespace
+
+MemoryEstimate deepspeed_zero2_estimate(const DeepSpeedSetup& s, bool offload_optimizer) {
+  const int64_t p = s.total_params;
+  const int64_t gpus = s.nodes * s.gpus_per_node;
+  const double abf = s.additional_buffer_factor;
+  // Same evaluation order as stage_1_and_2.py: integer products, then * abf.
+  if (offload_optimizer)
+    return ds_result(static_cast<double>(p * std::max<int64_t>(4 * gpus, 16)) * abf, 2 * p,
+                     s.gpus_per_node);
+  const int64_t gpu = 2 * p + py_int(18.0 * static_cast<double>(p) / static_cast<double>(gpus));
+  return ds_result(static_cast<double>(p * 4 * s.gpus_per_node) * abf, gpu, s.gpus_per_node);
+}
+
+MemoryEstimate deepspeed_zero3_estimate(const DeepSpeedSetup& s, bool offload_optimizer,
+                                        bool offload_param, bool zero_init) {
+  const double p = static_cast<double>(s.total_params);
+  const int64_t gpus = s.nodes * s.gpus_per_node;
+  const double gf = 1.0 / static_cast<double>(s.nodes);
+  const double abf = s.additional_buffer_factor;
+  const double gpn4 = 4.0 * static_cast<double>(s.gpus_per_node);
+  const int64_t ll = 4 * s.largest_layer_params;
+  if (offload_optimizer || offload_param) {
+    if (offload_param) {
+      const double cpu = zero_init ? p * 18 * gf * abf : p * std::max(gpn4, 18 * gf) * abf;
+      return ds_result(cpu, ll, s.gpus_per_node);
+    }
+    const double cpu = zero_init ? p * 16 * gf * abf : p * std::max(gpn4, 16 * gf) * abf;
+    return ds_result(cpu, ll + py_int(2 * p / static_cast<double>(gpus)), s.gpus_per_node);
+  }
+  const double cpu =
+      zero_init ? static_cast<double>(s.largest_layer_params) * gpn4 * abf : p * gpn4 * abf;
+  return ds_result(cpu, ll + py_int(18 * p / static_cast<double>(gpus)), s.gpus_per_node);
+}
+
+ModelCounts model_counts(const model::GptConfig& cfg) {
+  ModelCounts c;
+  c.hf_params = model::parameter_count(cfg);
+  c.stored_params = model::padded_parameter_count(cfg);
+  const model::ParamLayout layout(cfg);
+  c.buffer_numel = layout.total_numel();
+  for (const model::GroupInfo& g : layout.groups()) {
+    if (g.numel > c.largest_group) {
+      c.largest_group = g.numel;
+      c.largest_group_name = g.name;
+    }
+  }
+  // HF GPT2LMHeadModel modules, parameters(recurse=False): the embeddings
+  // and the widest Conv1D (mlp.c_fc: [C, 4C] weight + 4C bias).
+  const int64_t C = cfg.n_embd;
+  const std::pair<int64_t, const char*> candidates[] = {
+      {cfg.vocab_size * C, "wte"}, {cfg.seq_len * C, "wpe"}, {4 * C * C + 4 * C, "mlp.c_fc"}};
+  for (const auto& [n, name] : candidates) {
+    if (n > c.ds_largest_layer) {
+      c.ds_largest_layer = n;
+      c.ds_largest_layer_name = name;
+    }
+  }
+  return c;
+}
+
+}  // namespace zerotrain::tools
