@@ -28,6 +28,9 @@ std::string join(const std::string& prefix, const std::string& key) {
   return prefix.empty() ? key : prefix + "." + key;
 }
 
+constexpr size_t kMaxJsonDepth = 64;
+struct TooDeep {};
+
 // Parses with comments allowed; duplicate keys become errors (DeepSpeed's
 // hjson hook refuses them too), a syntax error one error with line/column.
 std::optional<Json> parse_json(std::string_view text, std::vector<ConfigError>* errors) {
@@ -41,6 +44,9 @@ std::optional<Json> parse_json(std::string_view text, std::vector<ConfigError>* 
   auto callback = [&](int, nlohmann::json::parse_event_t ev, Json& parsed) {
     using E = nlohmann::json::parse_event_t;
     if (ev == E::object_start || ev == E::array_start) {
+      // Paths are copied per level, so depth costs time squared; no real
+      // config comes near this.
+      if (stack.size() >= kMaxJsonDepth) throw TooDeep{};
       std::string path;
       if (!stack.empty())
         path = stack.back().object ? join(stack.back().path, stack.back().last_key)
@@ -71,6 +77,22 @@ std::optional<Json> parse_json(std::string_view text, std::vector<ConfigError>* 
     if (at != std::string::npos) detail = detail.substr(at + 2);
     errors->push_back({"", "JSON syntax error at line " + std::to_string(line) + ", column " +
                                std::to_string(column) + ": " + detail});
+    return std::nullopt;
+  } catch (const TooDeep&) {
+    errors->push_back({stack.back().path,
+                       "JSON nested deeper than " + std::to_string(kMaxJsonDepth) + " levels"});
+    return std::nullopt;
+  } catch (const nlohmann::json::exception& e) {
+    // e.g. 406 "number overflow parsing '1e400'": no byte offset, but the
+    // callback's stack still says where the parser was.
+    std::string path;
+    if (!stack.empty())
+      path = stack.back().object ? join(stack.back().path, stack.back().last_key)
+                                 : stack.back().path + "[]";
+    std::string detail = e.what();
+    size_t at = detail.find("] ");
+    if (at != std::string::npos) detail = detail.substr(at + 2);
+    errors->push_back({path, "invalid JSON value: " + detail});
     return std::nullopt;
   }
 }
