@@ -8,7 +8,6 @@
 
 #include "common/log.h"
 #include "engine/builders.h"
-#include "engine/data_parallel.h"
 #include "engine/precision.h"
 #include "engine/threads.h"
 #include "optim/grad_utils.h"
@@ -26,10 +25,6 @@ double seconds_since(Clock::time_point t0) {
 }
 
 Status check_supported(const config::Config& config, const comm::Communicator& comm) {
-  if (config.zero.stage != 0)
-    return invalid_argument("zero_optimization.stage: stage " + std::to_string(config.zero.stage) +
-                            " is not supported yet (this engine implements stage 0, data "
-                            "parallel all-reduce)");
   if (config.batch.world_size != comm.world_size())
     return invalid_argument("the config's batch sizes were solved for world size " +
                             std::to_string(config.batch.world_size) + " but the communicator has " +
@@ -62,15 +57,8 @@ StatusOr<std::unique_ptr<Engine>> Engine::create(const config::Config& config,
   ZT_ASSIGN_OR_RETURN(e->scheduler_, make_scheduler(config.scheduler, e->optimizer_->lr()));
   ZT_ASSIGN_OR_RETURN(e->scaler_, make_scaler(config, comm->rank() == 0));
 
-  DataParallelOptions dp;
-  dp.model = model;
-  dp.comm = comm;
-  dp.dtype = config.model_dtype();
-  dp.state_count = e->optimizer_->state_count();
-  dp.allreduce_op = config.gradient_allreduce_op;
-  dp.prescale = config.prescale_gradients;
-  dp.predivide_factor = config.gradient_predivide_factor;
-  ZT_ASSIGN_OR_RETURN(e->strategy_, DataParallelStrategy::create(dp));
+  ZT_ASSIGN_OR_RETURN(e->strategy_,
+                      make_zero_strategy(config, model, comm, e->optimizer_->state_count()));
 
   if (comm->rank() == 0 && config.communication_data_type &&
       *config.communication_data_type != config::DType::kFp32)

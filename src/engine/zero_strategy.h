@@ -15,7 +15,7 @@
 // max-reduces overflow flags over ranks; otherwise each rank already holds
 // the full, identical result.
 //
-//   ZT_ASSIGN_OR_RETURN(auto s, DataParallelStrategy::create(options));
+//   ZT_ASSIGN_OR_RETURN(auto s, make_zero_strategy(cfg, &model, comm, opt->state_count()));
 //   ZT_RETURN_IF_ERROR(s->reduce_gradients());
 //   opt.update(s->owned_master(), s->owned_gradients(), s->optimizer_states());
 //   ZT_RETURN_IF_ERROR(s->publish_parameters());
@@ -24,9 +24,13 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <span>
 
+#include "comm/communicator.h"
 #include "common/status.h"
+#include "config/config.h"
+#include "model/gpt_model.h"
 
 namespace zerotrain::engine {
 
@@ -60,5 +64,13 @@ class ZeroStrategy {
   virtual void zero_gradients() = 0;
   virtual ModelStateBytes model_state_bytes() const = 0;
 };
+
+// The strategy for config.zero.stage: stage 0 -> DataParallelStrategy;
+// stages 1-3 are InvalidArgument "not supported yet" (the next issue adds
+// them here). state_count: the optimizer's state arrays per element.
+StatusOr<std::unique_ptr<ZeroStrategy>> make_zero_strategy(const config::Config& config,
+                                                           model::GptModel* model,
+                                                           comm::Communicator* comm,
+                                                           int state_count);
 
 }  // namespace zerotrain::engine
