@@ -185,7 +185,7 @@ MemoryReport Engine::memory() const {
   r.model_states = strategy_->model_state_bytes();
   r.activation_bytes = model_->memory().activation_bytes;
   r.numel = model_->layout().total_numel();
-  r.formula_bytes = 16 * r.numel;  // stage 0: 2Ψ + 2Ψ + 12Ψ (DESIGN.md)
+  r.formula_bytes = zero_formula_bytes(strategy_->stage(), r.numel, comm_->world_size());
   return r;
 }
 

@@ -59,7 +59,7 @@ struct MemoryReport {
   ModelStateBytes model_states;
   int64_t activation_bytes = 0;  // the model's saved activations + scratch (max B, T)
   int64_t numel = 0;             // Ψ: elements of the flat parameter buffer
-  // DESIGN.md's per-rank model-state formula for this stage (stage 0: 16Ψ).
+  // zero_formula_bytes for this stage and world size (stage 0: 16Ψ).
   int64_t formula_bytes = 0;
   int64_t total() const { return model_states.total() + activation_bytes; }
 };

@@ -1,11 +1,29 @@
 // Stage dispatch: config.zero.stage -> its ZeroStrategy.
 #include "engine/zero_strategy.h"
 
+#include <algorithm>
 #include <string>
 
 #include "engine/data_parallel.h"
 
 namespace zerotrain::engine {
+
+int64_t zero_formula_bytes(int stage, int64_t numel, int world_size) {
+  const int64_t n = std::max(1, world_size);
+  auto per_rank = [&](int64_t bytes_per_element) {
+    return (bytes_per_element * numel + n - 1) / n;
+  };
+  switch (stage) {
+    case 0:
+      return 16 * numel;
+    case 1:
+      return 4 * numel + per_rank(12);
+    case 2:
+      return 2 * numel + per_rank(14);
+    default:
+      return per_rank(16);
+  }
+}
 
 StatusOr<std::unique_ptr<ZeroStrategy>> make_zero_strategy(const config::Config& config,
                                                            model::GptModel* model,

@@ -65,6 +65,11 @@ class ZeroStrategy {
   virtual ModelStateBytes model_state_bytes() const = 0;
 };
 
+// DESIGN.md's per-rank model-state bytes for Adam (K = 12) over Ψ = numel
+// elements and N ranks: stage 0 16Ψ, 1 4Ψ + 12Ψ/N, 2 2Ψ + 14Ψ/N, 3 16Ψ/N
+// (divisions rounded up).
+int64_t zero_formula_bytes(int stage, int64_t numel, int world_size);
+
 // The strategy for config.zero.stage: stage 0 -> DataParallelStrategy;
 // stages 1-3 are InvalidArgument "not supported yet" (the next issue adds
 // them here). state_count: the optimizer's state arrays per element.

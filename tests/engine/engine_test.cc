@@ -206,6 +206,15 @@ TEST(Engine, MemoryAccountingMatchesTheStage0Formula) {
   }
 }
 
+TEST(Engine, ZeroFormulaBytesPerStage) {
+  const int64_t psi = 1000;
+  EXPECT_EQ(zero_formula_bytes(0, psi, 4), 16 * psi);
+  EXPECT_EQ(zero_formula_bytes(1, psi, 4), 4 * psi + 3 * psi);
+  EXPECT_EQ(zero_formula_bytes(2, psi, 4), 2 * psi + 3500);
+  EXPECT_EQ(zero_formula_bytes(3, psi, 4), 4 * psi);
+  EXPECT_EQ(zero_formula_bytes(3, 10, 3), 54);  // ceil(160 / 3)
+}
+
 // ranks x threads = cores unless OMP_NUM_THREADS is set.
 TEST(Threads, RanksTimesThreadsIsTheCoreCount) {
   if (env::get("OMP_NUM_THREADS")) GTEST_SKIP() << "OMP_NUM_THREADS is set";
