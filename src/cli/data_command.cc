@@ -13,8 +13,8 @@ namespace {
 
 struct DataFlags {
   std::string input, output;
-  uint64_t shard_tokens = 1 << 20;
-  double val_fraction = 0.05;
+  uint64_t shard_tokens = train::kDefaultShardTokens;
+  double val_fraction = train::kDefaultValFraction;
   uint64_t corpus_bytes = 400000, seed = 1337;
 };
 

@@ -93,7 +93,9 @@ Runner add_train_command(CLI::App& app) {
   cmd->add_option("--lr", f->lr, "learning rate (resolves \"auto\")");
   cmd->add_option("--micro-batch", f->micro_batch, "train_micro_batch_size_per_gpu");
   cmd->add_option("--grad-accum", f->grad_accum, "gradient_accumulation_steps");
-  cmd->add_option("--seq-len", f->seq_len, "tokens per sequence (<= the model's block size)");
+  cmd->add_option("--seq-len", f->seq_len,
+                  "tokens per sequence (<= the model's block size; default min(block, " +
+                      std::to_string(train::DefaultTrainerArgs::kSeqLen) + "))");
   cmd->add_option("--warmup-steps", f->warmup_steps, "scheduler warmup_num_steps");
   cmd->add_option("--weight-decay", f->weight_decay, "AdamW weight decay");
   cmd->add_option("--betas", f->betas, "Adam betas, two numbers")->expected(2);

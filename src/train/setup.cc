@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "train/data/dataset.h"
+#include "train/data/tokenizer.h"
 #include "train/default_config.h"
 
 namespace zerotrain::train {
@@ -137,7 +138,8 @@ StatusOr<Setup> make_setup(const TrainOptions& o, int world) {
 StatusOr<CorpusSplits> load_data(const TrainOptions& o, const model::GptConfig& gpt) {
   CorpusSplits d;
   if (o.data_dir.empty()) {
-    ZT_ASSIGN_OR_RETURN(d, default_corpus_splits({.target_bytes = o.corpus_bytes}, 0.05));
+    ZT_ASSIGN_OR_RETURN(
+        d, default_corpus_splits({.target_bytes = o.corpus_bytes}, kDefaultValFraction));
   } else {
     ZT_ASSIGN_OR_RETURN(TokenDataset train_set, TokenDataset::open_split(o.data_dir, "train"));
     d.train = std::make_shared<const TokenDataset>(std::move(train_set));

@@ -31,8 +31,8 @@ struct Setup {
 // one. The embedded config gets the defaults for everything not given.
 StatusOr<Setup> make_setup(const TrainOptions& options, int world_size);
 
-// The generated corpus (5% validation) or DIR/train_*.bin (+ val_*.bin if
-// any). InvalidArgument if the data's vocabulary exceeds the model's.
+// The generated corpus (the last kDefaultValFraction = 10% for validation) or DIR/train_*.bin (+
+// val_*.bin if any). InvalidArgument if the data's vocabulary exceeds the model's.
 StatusOr<CorpusSplits> load_data(const TrainOptions& options, const model::GptConfig& gpt);
 
 }  // namespace zerotrain::train
