@@ -70,6 +70,14 @@ struct ZeroSetup {
 // a stage outside 0..3, params < 1, world/ranks < 1, ranks_per_node not
 // dividing world_size, or offload at stage 0 (offload needs stage >= 1, as
 // in DeepSpeed).
+//
+// The engine must agree within 5%; its check is one call per configuration
+// (engine::MemoryReport counts Ψ as the flat buffer, as here):
+//   engine::MemoryReport r = engine.memory();
+//   MemoryEstimate e = *zerotrain_model_states(
+//       {.params = r.numel, .world_size = N, .dtype = d}, stage, offload);
+//   EXPECT_NEAR(r.model_states.total(), e.device_bytes + e.host_bytes_per_rank,
+//               0.05 * (e.device_bytes + e.host_bytes_per_rank));
 StatusOr<MemoryEstimate> zerotrain_model_states(const ZeroSetup& setup, int stage, bool offload);
 
 // DeepSpeed's estimator inputs (reference §3.5). Its formulas assume 16-bit
