@@ -1,6 +1,7 @@
 // Renders `zerotrain estimate` in DeepSpeed's table form.
 #include "tools/estimate_format.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <sstream>
 
@@ -167,6 +168,14 @@ StatusOr<std::string> format_estimate(const EstimateRequest& r) {
   if (!(r.additional_buffer_factor > 0))
     return invalid_argument("additional-buffer-factor: must be > 0");
   if (r.ds_largest_layer < 0) return invalid_argument("largest-layer-params: must be >= 0");
+  // The largest product printed is DeepSpeed's P * max(4G, 16) * abf bytes: keep it in int64.
+  const double gpus = static_cast<double>(r.nodes) * static_cast<double>(r.ranks_per_node);
+  const double biggest = static_cast<double>(std::max(r.params, r.ds_params)) * 18 *
+                         std::max(4 * gpus, 18.0) * std::max(r.additional_buffer_factor, 1.0);
+  if (biggest > 4e18)
+    return invalid_argument("params x ranks too large to count in bytes (" +
+                            format_count(r.params) + " params on " +
+                            format_count(static_cast<int64_t>(gpus)) + " ranks)");
   std::ostringstream o;
   o << "Model states only (params, grads, optimizer); no activations, buffers or fragmentation.\n";
   if (!r.model_name.empty())

@@ -6,6 +6,7 @@
 
 #include <cstdio>
 #include <memory>
+#include <optional>
 #include <sstream>
 
 namespace zerotrain::tools {
@@ -105,7 +106,8 @@ StatusOr<std::unique_ptr<Nvml>> load_nvml(const std::string& library) {
   return nvml;
 }
 
-std::vector<GpuProcess> processes(const Nvml& nvml, NvmlDevice dev) {
+// Compute processes; nullopt when NVML fails to list them.
+std::optional<std::vector<GpuProcess>> processes(const Nvml& nvml, NvmlDevice dev) {
   // The count can grow between the sizing call and the fetch: retry a few times.
   std::vector<NvmlProcessInfo> infos(8);
   for (int attempt = 0; attempt < 4; ++attempt) {
@@ -115,7 +117,7 @@ std::vector<GpuProcess> processes(const Nvml& nvml, NvmlDevice dev) {
       infos.resize(count + 8);
       continue;
     }
-    if (r != kNvmlSuccess) return {};
+    if (r != kNvmlSuccess) return std::nullopt;
     std::vector<GpuProcess> out;
     for (unsigned int i = 0; i < count && i < infos.size(); ++i) {
       const bool known = infos[i].used_gpu_memory != kNvmlValueNotAvailable;
@@ -123,7 +125,7 @@ std::vector<GpuProcess> processes(const Nvml& nvml, NvmlDevice dev) {
     }
     return out;
   }
-  return {};
+  return std::nullopt;
 }
 
 StatusOr<GpuInfo> device_info(const Nvml& nvml, unsigned int index) {
@@ -145,7 +147,10 @@ StatusOr<GpuInfo> device_info(const Nvml& nvml, unsigned int index) {
     g.utilization_gpu = util.gpu;
     g.utilization_memory = util.memory;
   }
-  g.processes = processes(nvml, dev);
+  if (std::optional<std::vector<GpuProcess>> p = processes(nvml, dev)) {
+    g.processes_known = true;
+    g.processes = std::move(*p);
+  }
   return g;
 }
 
@@ -188,7 +193,10 @@ std::string format_gpus(const std::vector<GpuInfo>& gpus) {
                   g.name.c_str(), g.memory_used / kMiB, g.memory_total / kMiB, util.c_str(),
                   mutil.c_str());
     o << line;
-    if (g.processes.empty()) o << "      no compute processes\n";
+    if (!g.processes_known)
+      o << "      compute processes: n/a (NVML could not list them)\n";
+    else if (g.processes.empty())
+      o << "      no compute processes\n";
     for (const GpuProcess& p : g.processes) {
       if (p.used_known)
         std::snprintf(line, sizeof line, "      pid %-8u %8.0fMiB\n", p.pid, p.used_bytes / kMiB);

@@ -33,6 +33,7 @@ struct GpuInfo {
   uint64_t memory_used = 0, memory_total = 0;  // bytes
   bool utilization_known = false;
   uint32_t utilization_gpu = 0, utilization_memory = 0;  // percent
+  bool processes_known = false;                          // false when NVML could not list them
   std::vector<GpuProcess> processes;                     // compute processes
 };
 

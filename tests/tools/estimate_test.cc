@@ -171,6 +171,13 @@ TEST(EstimateFormat, OffloadFilterAndSizes) {
   EXPECT_FALSE(parse_offload_filter("nvme").ok());
   r.nodes = 0;
   EXPECT_FALSE(format_estimate(r).ok());
+  // 1e15 params on 2^20 ranks: DeepSpeed's P * 4G * 1.5 CPU bytes would overflow int64.
+  r = request_for_params(1'000'000'000'000'000, 0);
+  r.ranks_per_node = 1024;
+  r.nodes = 1024;
+  StatusOr<std::string> huge = format_estimate(r);
+  ASSERT_FALSE(huge.ok());
+  EXPECT_NE(huge.status().message().find("too large"), std::string::npos);
 }
 
 }  // namespace

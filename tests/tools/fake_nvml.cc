@@ -1,4 +1,4 @@
-// A stand-in libnvidia-ml for tests: two devices with fixed memory,
+// A stand-in libnvidia-ml for tests: three devices with fixed memory,
 // utilisation and compute processes, exported with NVML's C names and the
 // nvmlProcessInfo_v2_t layout the real driver writes through _v3.
 #include <cstring>
@@ -24,11 +24,11 @@ int nvmlInit_v2() { return kSuccess; }
 int nvmlShutdown() { return kSuccess; }
 const char* nvmlErrorString(int r) { return r == kSuccess ? "Success" : "Fake error"; }
 int nvmlDeviceGetCount_v2(unsigned int* n) {
-  *n = 2;
+  *n = 3;
   return kSuccess;
 }
 int nvmlDeviceGetHandleByIndex_v2(unsigned int i, void** dev) {
-  if (i >= 2) return kInvalidArgument;
+  if (i >= 3) return kInvalidArgument;
   *dev = reinterpret_cast<void*>(static_cast<unsigned long>(i + 1));
   return kSuccess;
 }
@@ -36,7 +36,8 @@ static unsigned index_of(void* dev) {
   return static_cast<unsigned>(reinterpret_cast<unsigned long>(dev)) - 1;
 }
 int nvmlDeviceGetName(void* dev, char* name, unsigned int len) {
-  std::strncpy(name, index_of(dev) == 0 ? "Fake H200" : "Fake A100", len);
+  const char* names[] = {"Fake H200", "Fake A100", "Fake L4"};
+  std::strncpy(name, names[index_of(dev)], len);
   return kSuccess;
 }
 int nvmlDeviceGetMemoryInfo(void* dev, Memory* m) {
@@ -52,8 +53,10 @@ int nvmlDeviceGetUtilizationRates(void* dev, Utilization* u) {
   return kSuccess;
 }
 // Device 0 runs two processes (the second's usage not available); asks for
-// room for both first, as NVML does, when given too little.
+// room for both first, as NVML does, when given too little. Device 1 runs
+// none; device 2 fails to list them (NVML_ERROR_UNKNOWN).
 int nvmlDeviceGetComputeRunningProcesses_v3(void* dev, unsigned int* count, ProcessInfo* out) {
+  if (index_of(dev) == 2) return 999;
   if (index_of(dev) != 0) {
     *count = 0;
     return kSuccess;

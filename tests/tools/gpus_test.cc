@@ -38,7 +38,7 @@ TEST(Gpus, DefaultLibraryOnAMachineWithoutDriver) {
 TEST(Gpus, FakeNvmlDevicesMemoryUtilisationAndProcesses) {
   StatusOr<std::vector<GpuInfo>> g = query_gpus(ZT_FAKE_NVML);
   ASSERT_TRUE(g.ok()) << g.status().message();
-  ASSERT_EQ(g->size(), 2u);
+  ASSERT_EQ(g->size(), 3u);
   const GpuInfo& d0 = (*g)[0];
   EXPECT_EQ(d0.name, "Fake H200");
   EXPECT_EQ(d0.memory_used, 300ULL << 20);
@@ -53,7 +53,9 @@ TEST(Gpus, FakeNvmlDevicesMemoryUtilisationAndProcesses) {
   EXPECT_EQ(d0.processes[0].used_bytes, 200ULL << 20);
   EXPECT_EQ(d0.processes[1].pid, 4343u);
   EXPECT_FALSE(d0.processes[1].used_known);
+  EXPECT_TRUE((*g)[1].processes_known);
   EXPECT_TRUE((*g)[1].processes.empty());
+  EXPECT_FALSE((*g)[2].processes_known);
 
   const std::string text = format_gpus(*g);
   EXPECT_NE(text.find("Fake H200"), std::string::npos) << text;
@@ -61,6 +63,7 @@ TEST(Gpus, FakeNvmlDevicesMemoryUtilisationAndProcesses) {
   EXPECT_NE(text.find("pid 4242          200MiB"), std::string::npos) << text;
   EXPECT_NE(text.find("pid 4343          n/a"), std::string::npos) << text;
   EXPECT_NE(text.find("no compute processes"), std::string::npos) << text;
+  EXPECT_NE(text.find("compute processes: n/a"), std::string::npos) << text;
   EXPECT_EQ(format_gpus({}), "no GPUs found (NVML reports 0 devices)\n");
 }
 
