@@ -126,8 +126,22 @@ class Job {
         failed_rank_ = static_cast<int>(i);
         stopped_count_ = running_count();
         stop(SIGTERM);
+      } else if (failed_rank_ >= 0 && external_signal(c.status) &&
+                 !WIFSIGNALED(children_[failed_rank_].status)) {
+        // A killed rank's peers see its sockets close and may exit (status
+        // 1) before its own death is reaped: the signal is the root cause.
+        failed_rank_ = static_cast<int>(i);
+        stopped_count_ = running_count();
       }
     }
+  }
+
+  // Killed by a signal the launcher did not send (its SIGTERM on a stop,
+  // its SIGKILL on escalation).
+  bool external_signal(int status) const {
+    if (!WIFSIGNALED(status)) return false;
+    int sig = WTERMSIG(status);
+    return sig != SIGTERM && !(killed_ && sig == SIGKILL);
   }
 
   void wait_loop() {
