@@ -56,13 +56,13 @@ StatusOr<bool> DynamicLossScaler::update(bool overflow) {
       }
       const double next = std::max(s.cur_scale / kScaleFactor, options_.min_loss_scale);
       if (options_.log_overflows) {
-        log::info("[zerotrain] OVERFLOW! Skipping step. Attempted loss scale: ", s.cur_scale,
+        log::info("OVERFLOW! Skipping step. Attempted loss scale: ", s.cur_scale,
                   ", reducing to ", next);
       }
       s.cur_scale = next;
     } else {
       if (options_.log_overflows) {
-        log::info("[zerotrain] OVERFLOW! Skipping step. Attempted loss scale: ", s.cur_scale,
+        log::info("OVERFLOW! Skipping step. Attempted loss scale: ", s.cur_scale,
                   ", but hysteresis is ", s.cur_hysteresis, ". Reducing hysteresis to ",
                   s.cur_hysteresis - 1);
       }
