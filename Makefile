@@ -20,8 +20,10 @@ build: configure
 run: build
 	@scripts/run-default.sh $(BUILD)
 
+# Release suite, then unit + reliability under ASan/UBSan (scripts/test.sh;
+# SANITIZE=0 skips the sanitizer pass).
 test: build
-	@cd $(BUILD) && ctest --output-on-failure -j$(JOBS) --timeout 300
+	@scripts/test.sh $(BUILD) $(JOBS)
 
 # Benchmarks (not tests): peak probes, kernels, AdamW, Gloo collectives;
 # writes bench/RESULTS.md.
