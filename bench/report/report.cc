@@ -288,7 +288,10 @@ std::pair<std::string, double> best_gemm(const json& kernels, bool bf16) {
 
 std::string summary_section(const ReportInputs& in) {
   std::ostringstream o;
-  o << "## Summary against DESIGN.md targets\n\n| measure | value | divided by (same run) | ratio "
+  o << "## Summary against DESIGN.md targets\n\nGEMM, AdamW and collectives are timed by the "
+       "wall clock under the load shown above; the compute peaks are per CPU time. On a loaded "
+       "machine the GEMM ratios are therefore lower bounds.\n\n| measure | value | divided by "
+       "(same run) | ratio "
        "| target |\n|---|---|---|---|---|\n";
   const json& fp32 = in.probe.is_object() ? in.probe["fp32_fma_peak"] : json();
   const double one = num(fp32, "one_core_gflops"), all = num(fp32, "all_cores_gflops");
