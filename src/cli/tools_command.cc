@@ -15,17 +15,18 @@ namespace zerotrain::cli {
 namespace {
 
 struct EstimateFlags {
-  std::string params, model, offload = "all", dtype = "bf16";
-  int64_t ranks = 1, nodes = 1, largest_layer = 0;
+  std::string params, model, offload = "all", dtype = "bf16", largest_layer;
+  int64_t ranks = 1, nodes = 1;
   double abf = 1.5;
 };
 
-// "124439808", "7.5e9", "1.5B"-free: integral numbers, also in e-notation.
-StatusOr<int64_t> parse_count(const std::string& text) {
+// Whole numbers, also in e-notation: "124439808", "7.5e9".
+StatusOr<int64_t> parse_count(const char* flag, const std::string& text, double min) {
   char* end = nullptr;
   const double v = std::strtod(text.c_str(), &end);
-  if (text.empty() || *end != '\0' || !(v >= 1) || v > 9e18 || std::floor(v) != v)
-    return invalid_argument("--params: expected a whole number >= 1 (e.g. 7.5e9), got '" + text +
+  if (text.empty() || *end != '\0' || !(v >= min) || v > 9e18 || std::floor(v) != v)
+    return invalid_argument(std::string(flag) + ": expected a whole number >= " +
+                            std::to_string(static_cast<int>(min)) + " (e.g. 7.5e9), got '" + text +
                             "'");
   return static_cast<int64_t>(v);
 }
@@ -36,8 +37,12 @@ StatusOr<std::string> estimate_text(const EstimateFlags& f) {
     ZT_ASSIGN_OR_RETURN(model::GptConfig cfg, model::preset(f.model));
     r = tools::request_for_model(f.model, tools::model_counts(cfg));
   } else {
-    ZT_ASSIGN_OR_RETURN(int64_t n, parse_count(f.params));
-    r = tools::request_for_params(n, f.largest_layer);
+    ZT_ASSIGN_OR_RETURN(int64_t n, parse_count("--params", f.params, 1));
+    int64_t largest = 0;
+    if (!f.largest_layer.empty()) {
+      ZT_ASSIGN_OR_RETURN(largest, parse_count("--largest-layer-params", f.largest_layer, 0));
+    }
+    r = tools::request_for_params(n, largest);
   }
   r.ranks_per_node = f.ranks;
   r.nodes = f.nodes;
@@ -65,7 +70,8 @@ Runner add_estimate(CLI::App& app) {
                   "DeepSpeed estimator's CPU buffer factor")
       ->capture_default_str();
   cmd->add_option("--largest-layer-params", f->largest_layer,
-                  "with --params: largest layer's parameters (DeepSpeed's L)");
+                  "with --params: largest layer's parameters (DeepSpeed's L, e.g. 2e8)")
+      ->excludes(model);
   return [f, cmd] {
     if (f->model.empty() && f->params.empty()) {
       std::cerr << "zerotrain estimate: give --params N or --model PRESET\n";

@@ -27,6 +27,16 @@ TEST(ToolsCli, EstimatePaperExampleRows) {
   EXPECT_NE(r.out.find("    0.00GB |   1.75GB | stage=3, offload=none"), std::string::npos);
   EXPECT_NE(r.out.find("SW: Model with 7500M total params."), std::string::npos);
   EXPECT_EQ(r.out.find("offload=cpu"), std::string::npos);
+
+  // DeepSpeed's L in e-notation: GPU 4L + 18P/64 = 0.8e9 + 2.109e9 bytes = 2.71 GiB.
+  ProcessResult l = run_process({ZT_BIN, "estimate", "--params", "7.5e9", "--ranks", "8", "--nodes",
+                                 "8", "--offload", "none", "--largest-layer-params", "2e8"},
+                                30s);
+  ASSERT_EQ(l.exit_code, 0) << l.err;
+  EXPECT_NE(l.out.find("200M largest layer params."), std::string::npos) << l.out;
+  EXPECT_NE(l.out.find("|   2.71GB | offload_param=none, offload_optimizer=none, zero_init=1"),
+            std::string::npos)
+      << l.out;
 }
 
 TEST(ToolsCli, EstimateErrorsExitTwo) {
@@ -39,6 +49,10 @@ TEST(ToolsCli, EstimateErrorsExitTwo) {
   ProcessResult none = run_process({ZT_BIN, "estimate"}, 30s);
   EXPECT_EQ(none.exit_code, 2);
   EXPECT_NE(none.err.find("--params N or --model PRESET"), std::string::npos);
+  ProcessResult layer =
+      run_process({ZT_BIN, "estimate", "--params", "1e9", "--largest-layer-params", "big"}, 30s);
+  EXPECT_EQ(layer.exit_code, 2);
+  EXPECT_NE(layer.err.find("--largest-layer-params"), std::string::npos) << layer.err;
   ProcessResult dtype =
       run_process({ZT_BIN, "estimate", "--model", "gpt2", "--dtype", "int8"}, 30s);
   EXPECT_EQ(dtype.exit_code, 2);
