@@ -159,7 +159,8 @@ StatusOr<GpuInfo> device_info(const Nvml& nvml, unsigned int index) {
 StatusOr<std::vector<GpuInfo>> query_gpus(const std::string& library) {
   ZT_ASSIGN_OR_RETURN(std::unique_ptr<Nvml> nvml, load_nvml(library));
   NvmlReturn r = nvml->init();
-  if (r != kNvmlSuccess) return unavailable("NVML init failed: " + nvml->error(r));
+  if (r != kNvmlSuccess)
+    return unavailable("NVML init failed: " + nvml->error(r) + " (is the NVIDIA driver loaded?)");
   std::vector<GpuInfo> out;
   unsigned int count = 0;
   Status status = ok_status();

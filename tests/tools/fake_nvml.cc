@@ -1,4 +1,4 @@
-// A stand-in libnvidia-ml for tests: three devices with fixed memory,
+// A stand-in libnvidia-ml for tests: four devices with fixed memory,
 // utilisation and compute processes, exported with NVML's C names and the
 // nvmlProcessInfo_v2_t layout the real driver writes through _v3.
 #include <cstring>
@@ -24,11 +24,11 @@ int nvmlInit_v2() { return kSuccess; }
 int nvmlShutdown() { return kSuccess; }
 const char* nvmlErrorString(int r) { return r == kSuccess ? "Success" : "Fake error"; }
 int nvmlDeviceGetCount_v2(unsigned int* n) {
-  *n = 3;
+  *n = 4;
   return kSuccess;
 }
 int nvmlDeviceGetHandleByIndex_v2(unsigned int i, void** dev) {
-  if (i >= 3) return kInvalidArgument;
+  if (i >= 4) return kInvalidArgument;
   *dev = reinterpret_cast<void*>(static_cast<unsigned long>(i + 1));
   return kSuccess;
 }
@@ -36,7 +36,7 @@ static unsigned index_of(void* dev) {
   return static_cast<unsigned>(reinterpret_cast<unsigned long>(dev)) - 1;
 }
 int nvmlDeviceGetName(void* dev, char* name, unsigned int len) {
-  const char* names[] = {"Fake H200", "Fake A100", "Fake L4"};
+  const char* names[] = {"Fake H200", "Fake A100", "Fake L4", "Fake T4"};
   std::strncpy(name, names[index_of(dev)], len);
   return kSuccess;
 }
@@ -52,22 +52,24 @@ int nvmlDeviceGetUtilizationRates(void* dev, Utilization* u) {
   u->memory = index_of(dev) == 0 ? 17 : 0;
   return kSuccess;
 }
-// Device 0 runs two processes (the second's usage not available); asks for
-// room for both first, as NVML does, when given too little. Device 1 runs
-// none; device 2 fails to list them (NVML_ERROR_UNKNOWN).
+// Device 0 runs two processes (the second's usage not available); device 1
+// runs 20, more than a first call makes room for; device 2 fails to list
+// them (NVML_ERROR_UNKNOWN); device 3 runs none. Too small a count gets
+// NVML_ERROR_INSUFFICIENT_SIZE with the count needed, as NVML does.
 int nvmlDeviceGetComputeRunningProcesses_v3(void* dev, unsigned int* count, ProcessInfo* out) {
-  if (index_of(dev) == 2) return 999;
-  if (index_of(dev) != 0) {
-    *count = 0;
-    return kSuccess;
-  }
-  if (*count < 2) {
-    *count = 2;
+  const unsigned i = index_of(dev);
+  if (i == 2) return 999;
+  const unsigned n = i == 0 ? 2 : i == 1 ? 20 : 0;
+  if (*count < n) {
+    *count = n;
     return kInsufficientSize;
   }
-  *count = 2;
-  out[0] = {4242, 200 * kMiB, 0xFFFFFFFFu, 0xFFFFFFFFu};
-  out[1] = {4343, ~0ULL, 0xFFFFFFFFu, 0xFFFFFFFFu};
+  *count = n;
+  if (i == 0) {
+    out[0] = {4242, 200 * kMiB, 0xFFFFFFFFu, 0xFFFFFFFFu};
+    out[1] = {4343, ~0ULL, 0xFFFFFFFFu, 0xFFFFFFFFu};
+  }
+  for (unsigned k = 0; i == 1 && k < n; ++k) out[k] = {5000 + k, (k + 1) * kMiB, 0, 0};
   return kSuccess;
 }
 }

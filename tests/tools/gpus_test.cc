@@ -38,7 +38,7 @@ TEST(Gpus, DefaultLibraryOnAMachineWithoutDriver) {
 TEST(Gpus, FakeNvmlDevicesMemoryUtilisationAndProcesses) {
   StatusOr<std::vector<GpuInfo>> g = query_gpus(ZT_FAKE_NVML);
   ASSERT_TRUE(g.ok()) << g.status().message();
-  ASSERT_EQ(g->size(), 3u);
+  ASSERT_EQ(g->size(), 4u);
   const GpuInfo& d0 = (*g)[0];
   EXPECT_EQ(d0.name, "Fake H200");
   EXPECT_EQ(d0.memory_used, 300ULL << 20);
@@ -53,9 +53,13 @@ TEST(Gpus, FakeNvmlDevicesMemoryUtilisationAndProcesses) {
   EXPECT_EQ(d0.processes[0].used_bytes, 200ULL << 20);
   EXPECT_EQ(d0.processes[1].pid, 4343u);
   EXPECT_FALSE(d0.processes[1].used_known);
-  EXPECT_TRUE((*g)[1].processes_known);
-  EXPECT_TRUE((*g)[1].processes.empty());
+  // 20 processes: more than the first buffer; fetched again at the size NVML asks for.
+  ASSERT_EQ((*g)[1].processes.size(), 20u);
+  EXPECT_EQ((*g)[1].processes[19].pid, 5019u);
+  EXPECT_EQ((*g)[1].processes[19].used_bytes, 20ULL << 20);
   EXPECT_FALSE((*g)[2].processes_known);
+  EXPECT_TRUE((*g)[3].processes_known);
+  EXPECT_TRUE((*g)[3].processes.empty());
 
   const std::string text = format_gpus(*g);
   EXPECT_NE(text.find("Fake H200"), std::string::npos) << text;
