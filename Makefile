@@ -27,10 +27,8 @@ test: build
 
 # Benchmarks (not tests): peak probes, kernels, AdamW, Gloo collectives;
 # writes bench/RESULTS.md.
-bench: deps
-	@cmake -S . -B $(BUILD)-bench -DCMAKE_BUILD_TYPE=Release -DZEROTRAIN_BUILD_BENCH=ON >/dev/null
-	@cmake --build $(BUILD)-bench -j$(JOBS)
-	@scripts/bench.sh $(BUILD)-bench
+bench: build
+	@scripts/bench.sh $(BUILD)
 
 clean:
 	rm -rf $(BUILD)

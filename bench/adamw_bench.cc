@@ -1,8 +1,8 @@
 // Google Benchmark of the fused CPU AdamW step against a STREAM-like triad
 // measured in the same run (AdamW is memory-bound: the target is >= 70% of
 // the triad bandwidth, DESIGN.md). Built as zt_adamw_bench by
-// bench/CMakeLists.txt (-DZEROTRAIN_BUILD_BENCH=ON; `make bench` runs it):
-//   OMP_NUM_THREADS=2 build-bench/bin/zt_adamw_bench
+// bench/CMakeLists.txt (part of the normal build; `make bench` runs it):
+//   OMP_NUM_THREADS=2 build/bin/zt_adamw_bench
 // Bytes per AdamW element: reads p, g, m, v and writes p, m, v = 28 B, plus
 // 2 B for the optional 16-bit copy. Triad a = b + s*c moves 12 B (STREAM's
 // count, write-allocate traffic not included). "of_triad" is the AdamW

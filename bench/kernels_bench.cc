@@ -1,8 +1,8 @@
 // Google Benchmark of the CPU kernels at GPT-2 small shapes (C=768, NH=12,
 // V=50257, T=256): GEMM GFLOP/s fp32 vs bf16 for each transformer product,
 // and the time of every op's forward and backward. Built as zt_kernels_bench by
-// bench/CMakeLists.txt (-DZEROTRAIN_BUILD_BENCH=ON; `make bench` runs it):
-//   OMP_NUM_THREADS=2 build-bench/bin/zt_kernels_bench --benchmark_filter=Matmul
+// bench/CMakeLists.txt (part of the normal build; `make bench` runs it):
+//   OMP_NUM_THREADS=2 build/bin/zt_kernels_bench --benchmark_filter=Matmul
 // GEMM FLOPs = 2·M·N·K (one multiply and one add per term); GFLOP/s is the
 // "flops" counter. Each case validates one output element against a double
 // dot product before timing, so a broken kernel cannot report a fast time.

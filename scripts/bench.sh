@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # scripts/bench.sh BUILD_DIR [RESULTS_MD]: runs every benchmark once and
 # writes RESULTS_MD (default bench/RESULTS.md). Run by `make bench`, which
-# builds BUILD_DIR with -DZEROTRAIN_BUILD_BENCH=ON first.
+# builds BUILD_DIR (bench/ is part of the normal build) first.
 #   1. zt_probe          fp32 FMA / bf16 dot / AMX peaks, STREAM bandwidth
 #   2. zt_kernels_bench  GEMM and op times at GPT-2 small shapes (5 repetitions)
 #   3. zt_adamw_bench    fused AdamW step vs triad (5 repetitions)
@@ -23,7 +23,7 @@ comm_threads=$(( cores / ranks > 0 ? cores / ranks : 1 ))
 
 for b in zt_probe zt_kernels_bench zt_adamw_bench zt_comm_bench zt_bench_report zerotrain; do
   if [ ! -x "$bin/$b" ]; then
-    echo "bench.sh: $bin/$b is missing; build with -DZEROTRAIN_BUILD_BENCH=ON (make bench)" >&2
+    echo "bench.sh: $bin/$b is missing; build first (make build, or make bench)" >&2
     exit 2
   fi
 done

@@ -1,6 +1,6 @@
 // zt_bench_report: turns one run's JSON files into bench/RESULTS.md.
 //
-//   zt_bench_report --dir build-bench/bench-results --out bench/RESULTS.md
+//   zt_bench_report --dir build/bench-results --out bench/RESULTS.md
 // Reads DIR/{meta,probe,kernels,adamw,comm}.json; a missing or unparsable
 // file leaves its section saying the step did not run (and is reported on
 // stderr), so a partial run still produces a report.
