@@ -3,15 +3,20 @@
 # writes RESULTS_MD (default bench/RESULTS.md). Run by `make bench`, which
 # builds BUILD_DIR (bench/ is part of the normal build) first.
 #   1. zt_probe          fp32 FMA / bf16 dot / AMX peaks, STREAM bandwidth
-#   2. zt_kernels_bench  GEMM and op times at GPT-2 small shapes (5 repetitions)
-#   3. zt_adamw_bench    fused AdamW step vs triad (5 repetitions)
-#   4. zt_comm_bench     allreduce / reduce_scatter / allgather under
+#   2. zt_train_bench    training-step tokens/s and MFU, gpt2-tiny and
+#                        gpt2-small-ish, fp32 and bf16: 1 process x all cores,
+#                        then 2 ranks x cores/2 under `zerotrain run`
+#   3. zt_kernels_bench  GEMM and op times at GPT-2 small shapes (5 repetitions)
+#   4. zt_adamw_bench    fused AdamW step vs triad (5 repetitions)
+#   5. zt_comm_bench     allreduce / reduce_scatter / allgather under
 #                        `zerotrain run --num_gpus 2`
-# Threads: one process uses every core; the comm bench runs 2 ranks x
-# cores/2 threads. Raw JSON and console logs stay in BUILD_DIR/bench-results.
+# Threads: one process uses every core; the 2-rank runs use cores/2
+# threads a rank. The train bench runs right after the probe, so the peaks
+# its MFU divides by were measured under about the same load. Raw JSON and
+# console logs stay in BUILD_DIR/bench-results.
 # A failing step is reported and leaves its section empty; the exit status
 # is then 1. ZT_BENCH_NOTE, if set, is printed at the top of the report.
-# About 3-5 minutes on 2 cores.
+# About 4-6 minutes on 2 cores (the train bench ~1.5-2 of them under load).
 set -uo pipefail
 
 build=${1:-build}
@@ -21,7 +26,8 @@ ranks=2
 cores=$(nproc)
 comm_threads=$(( cores / ranks > 0 ? cores / ranks : 1 ))
 
-for b in zt_probe zt_kernels_bench zt_adamw_bench zt_comm_bench zt_bench_report zerotrain; do
+for b in zt_probe zt_train_bench zt_kernels_bench zt_adamw_bench zt_comm_bench zt_bench_report \
+  zerotrain; do
   if [ ! -x "$bin/$b" ]; then
     echo "bench.sh: $bin/$b is missing; build first (make build, or make bench)" >&2
     exit 2
@@ -61,12 +67,18 @@ gbench() {  # gbench BINARY JSON MIN_TIME [FILTER]
   OMP_NUM_THREADS=$cores "$bin/$1" --benchmark_repetitions=5 --benchmark_min_time="$3" \
     --benchmark_out="$out/$2" --benchmark_out_format=json ${4:+--benchmark_filter="$4"}
 }
+train() {  # both layouts append to one JSON-lines file
+  OMP_NUM_THREADS=$cores "$bin/zt_train_bench" --json "$out/train.json" &&
+    OMP_NUM_THREADS=$comm_threads "$bin/zerotrain" run --num_gpus "$ranks" -- \
+      "$bin/zt_train_bench" --json "$out/train.json"
+}
 comm() {
   OMP_NUM_THREADS=$comm_threads "$bin/zerotrain" run --num_gpus "$ranks" \
     "$bin/zt_comm_bench" --json "$out/comm.json"
 }
 
 step "zt_probe (peaks, STREAM)" probe.txt probe
+step "zt_train_bench (1 x $cores, $ranks x $comm_threads)" train.txt train
 step "zt_kernels_bench" kernels.txt gbench zt_kernels_bench kernels.json 0.1
 step "zt_adamw_bench" adamw.txt gbench zt_adamw_bench adamw.json 0.2
 step "zt_comm_bench ($ranks ranks)" comm.txt comm
@@ -86,7 +98,7 @@ json_escape() { printf '%s' "$1" | sed 's/\\/\\\\/g; s/"/\\"/g'; }
 cat > "$out/meta.json" <<JSON
 {"date": "$date_utc", "commit": "$(json_escape "$commit")",
  "load_start": "$load_start", "load_end": "$load_end",
- "threads": "probes, kernels, AdamW: 1 process x $cores threads; comm: $ranks ranks x $comm_threads",
+ "threads": "probes, kernels, AdamW: 1 process x $cores threads; train: 1 x $cores and $ranks x $comm_threads; comm: $ranks ranks x $comm_threads",
  "load_steps": "$(json_escape "$load_steps")",
  "seconds": $((SECONDS - begin)), "note": "$(json_escape "$note")"}
 JSON

@@ -1,38 +1,24 @@
-// RESULTS.md sections: machine, peaks, STREAM, GEMM and ops, AdamW, comm.
+// RESULTS.md sections: machine, peaks, STREAM, GEMM and ops, AdamW, comm;
+// the training-step section is in train_report.cc.
 #include "report/report.h"
 
-#include <cstdarg>
 #include <cstdio>
 #include <map>
 #include <sstream>
+
+#include "report/format.h"
+#include "report/train_report.h"
 
 namespace zerotrain::bench {
 namespace {
 
 using nlohmann::json;
 
-std::string fmt(const char* format, ...) {
-  va_list args, copy;
-  va_start(args, format);
-  va_copy(copy, args);
-  const int n = std::vsnprintf(nullptr, 0, format, copy);
-  va_end(copy);
-  std::string out(n > 0 ? n : 0, '\0');
-  std::vsnprintf(out.data(), out.size() + 1, format, args);
-  va_end(args);
-  return out;
-}
+using report_format::fmt;
+using report_format::num;
+using report_format::pct;
+using report_format::str;
 
-double num(const json& j, const char* key, double fallback = 0) {
-  return j.is_object() && j.contains(key) && j[key].is_number() ? j[key].get<double>() : fallback;
-}
-
-std::string str(const json& j, const char* key, const std::string& fallback = "?") {
-  return j.is_object() && j.contains(key) && j[key].is_string() ? j[key].get<std::string>()
-                                                                : fallback;
-}
-
-std::string pct(double ratio) { return ratio > 0 ? fmt("%.0f%%", 100 * ratio) : "n/a"; }
 std::string spread(const Samples& s) { return fmt("±%.0f%%", 50 * s.spread); }
 
 double seconds_per_unit(const std::string& unit) {
@@ -288,9 +274,11 @@ std::pair<std::string, double> best_gemm(const json& kernels, bool bf16) {
 
 std::string summary_section(const ReportInputs& in) {
   std::ostringstream o;
-  o << "## Summary against DESIGN.md targets\n\nGEMM, AdamW and collectives are timed by the "
+  o << "## Summary against DESIGN.md targets\n\nGEMM, AdamW, training steps and collectives are "
+       "timed by the "
        "wall clock under the load shown above; the compute peaks are per CPU time. On a loaded "
-       "machine the GEMM ratios are therefore lower bounds.\n\n| measure | value | divided by "
+       "machine the GEMM and training-step ratios are therefore lower bounds.\n\n| measure | value "
+       "| divided by "
        "(same run) | ratio "
        "| target |\n|---|---|---|---|---|\n";
   const json& fp32 = in.probe.is_object() ? in.probe["fp32_fma_peak"] : json();
@@ -336,8 +324,9 @@ std::string summary_section(const ReportInputs& in) {
   }
   o << fmt(
       "| allreduce busbw, best median over sizes (%s) | %.3f GB/s | DESIGN.md's ~1.2 GB/s | "
-      "%s | (reference) |\n\n",
+      "%s | (reference) |\n",
       at.c_str(), busbw, pct(busbw / 1.2).c_str());
+  o << train_summary_rows(in.train, in.probe) << "\n";
   return o.str();
 }
 
@@ -350,7 +339,8 @@ std::string render_results_md(const ReportInputs& in) {
   const std::string note = str(in.meta, "note", "");
   if (!note.empty()) o << "**" << note << "**\n\n";
   o << machine_section(in) << summary_section(in) << peaks_section(in.probe)
-    << stream_section(in.probe) << gemm_section(in) << adamw_section(in) << comm_section(in.comm);
+    << stream_section(in.probe) << train_section(in.train, in.probe) << gemm_section(in)
+    << adamw_section(in) << comm_section(in.comm);
   return o.str();
 }
 

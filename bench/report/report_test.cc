@@ -1,5 +1,6 @@
 // Tests of the RESULTS.md renderer: Google Benchmark JSON grouping, GEMM
-// name parsing, and ratios computed against the probes of the same run.
+// name parsing, and ratios computed against the probes of the same run
+// (GEMM, AdamW, collectives, training-step MFU).
 #include "report/report.h"
 
 #include <gtest/gtest.h>
@@ -121,6 +122,75 @@ TEST(Report, CommRowsAndMissingSections) {
       << md;
   EXPECT_NE(md.find("(zt_kernels_bench did not run)"), std::string::npos);
   EXPECT_NE(md.find("(zt_probe did not run)"), std::string::npos);
+}
+
+json train_case(const std::string& model, const std::string& precision, int ranks, int threads,
+                double model_flops) {
+  return {{"model", model},
+          {"precision", precision},
+          {"ranks", ranks},
+          {"threads", threads},
+          {"B", 8},
+          {"T", 128},
+          {"step_seconds", {{"median", 0.25}, {"spread", 0.1}}},
+          {"tokens_per_s", {{"median", 4096.0}}},
+          {"model_flops", {{"median", model_flops}}},
+          {"phase_ms", {{"forward", 80.0}, {"backward", 160.0}, {"reduce", 2.0}, {"step", 8.0}}},
+          {"adamw_gbps", 5.0}};
+}
+
+TEST(Report, TrainMfuDividesByTheSameRunsPeaks) {
+  json p = probe();
+  p["bf16_amx_peak"] = {{"isa", "amx_bf16"}, {"all_cores_gflops", 4000.0}};
+  // fp32: 100 GFLOP/s over the 200 GFLOP/s FMA peak.
+  const Mfu f = train_mfu(train_case("gpt2-tiny", "fp32", 1, 2, 100e9), p);
+  EXPECT_EQ(f.ref_isa, "avx512_fma");
+  EXPECT_DOUBLE_EQ(f.ref, 0.5);
+  EXPECT_DOUBLE_EQ(f.amx, 0);
+  // bf16: 120 GFLOP/s over the 400 dot peak (30%) and the 4000 AMX peak (3%).
+  const Mfu b = train_mfu(train_case("gpt2-tiny", "bf16", 1, 2, 120e9), p);
+  EXPECT_EQ(b.ref_isa, "avx512_bf16");
+  EXPECT_DOUBLE_EQ(b.ref_peak, 400e9);
+  EXPECT_DOUBLE_EQ(b.ref, 0.3);
+  EXPECT_DOUBLE_EQ(b.amx, 0.03);
+  // No probe: no ratio rather than a division by zero.
+  EXPECT_DOUBLE_EQ(train_mfu(train_case("m", "fp32", 1, 2, 1e9), nullptr).ref, 0);
+}
+
+TEST(Report, TrainSectionRowsAndBestCaseSummary) {
+  json p = probe();
+  p["bf16_amx_peak"] = {{"isa", "amx_bf16"}, {"all_cores_gflops", 4000.0}};
+  json train = json::array({train_case("gpt2-tiny", "fp32", 1, 2, 100e9),
+                            train_case("gpt2-tiny", "fp32", 2, 1, 150e9),
+                            train_case("gpt2-tiny", "bf16", 1, 2, 120e9)});
+  const std::string md = render_results_md({.probe = p, .train = train});
+  EXPECT_NE(md.find("## Training step (MFU, zt_train_bench)"), std::string::npos) << md;
+  // AdamW 5 GB/s over STREAM triad 10: 50%; spread 0.1 -> ±5%.
+  EXPECT_NE(md.find("| gpt2-tiny | fp32 | 1 × 2 | 8 × 128 | 250.0 | ±5% | 4096 | 100.0 | 50% | "
+                    "avx512_fma 200.0 | — | 80.0 / 160.0 / 2.0 / 8.0 | 5.00 (50%) |"),
+            std::string::npos)
+      << md;
+  EXPECT_NE(md.find("| gpt2-tiny | bf16 | 1 × 2 | 8 × 128 | 250.0 | ±5% | 4096 | 120.0 | 30% | "
+                    "avx512_bf16 400.0 | 3% |"),
+            std::string::npos)
+      << md;
+  // Summary: the faster fp32 case (2 x 1, 150 GFLOP/s = 75% of 200) is the one shown.
+  EXPECT_NE(md.find("| training step MFU, best case (gpt2-tiny fp32, 2 × 1, B 8 × T 128) | 150.0 "
+                    "GFLOP/s model, 4096 tokens/s | avx512_fma peak 200.0 | 75% | >= 70% |"),
+            std::string::npos)
+      << md;
+  EXPECT_NE(md.find("| training step MFU, best case (gpt2-tiny bf16, 1 × 2, B 8 × T 128) | 120.0 "
+                    "GFLOP/s model, 4096 tokens/s | avx512_bf16 peak 400.0 (AMX peak 4000.0: "
+                    "3%) | 30% | >= 70% |"),
+            std::string::npos)
+      << md;
+  EXPECT_EQ(md.find("best case (gpt2-tiny fp32, 1 × 2"), std::string::npos) << md;
+}
+
+TEST(Report, TrainSectionSaysWhenTheBenchDidNotRun) {
+  const std::string md = render_results_md({.probe = probe()});
+  EXPECT_NE(md.find("(zt_train_bench did not run)"), std::string::npos) << md;
+  EXPECT_EQ(md.find("training step MFU"), std::string::npos) << md;
 }
 
 }  // namespace
