@@ -143,12 +143,12 @@ TEST(Engine, StepMatchesHandRunAdamWithClippingAndWarmup) {
 TEST(Engine, RejectsZeroStagesNotYetImplemented) {
   auto c = single_rank();
   model::GptModel m = make_model(1);
-  config::Config cfg = parse(R"({"train_batch_size": 1, "zero_optimization": {"stage": 2},
+  config::Config cfg = parse(R"({"train_batch_size": 1, "zero_optimization": {"stage": 3},
       "optimizer": {"type": "AdamW", "params": {"lr": 0.001}}})");
   auto e = Engine::create(cfg, &m, c.get());
   ASSERT_FALSE(e.ok());
   EXPECT_EQ(e.status().code(), StatusCode::kInvalidArgument);
-  EXPECT_NE(e.status().message().find("zero_optimization.stage: stage 2 is not supported yet"),
+  EXPECT_NE(e.status().message().find("zero_optimization.stage: stage 3 is not supported yet"),
             std::string::npos)
       << e.status().to_string();
 }

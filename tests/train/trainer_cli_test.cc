@@ -59,7 +59,7 @@ TEST(TrainerCli, TokenizeThenTrainOnShards) {
 
 TEST(TrainerCli, RefusesStagesNotImplementedAndBadFlags) {
   auto r = run_process({ZT_BIN, "train", "--deepspeed",
-                        std::string(ZT_SOURCE_DIR) + "/examples/ds_config_zero2.json", "--lr",
+                        std::string(ZT_SOURCE_DIR) + "/examples/ds_config_zero3.json", "--lr",
                         "3e-4", "--steps", "2"},
                        std::chrono::seconds(30));
   EXPECT_EQ(r.exit_code, 2) << r.out << r.err;

@@ -1,0 +1,142 @@
+// ZeRO stages 1-2: gradient reduction into the owned partition, bucket by
+// bucket (see sharded_strategy.h).
+#include <algorithm>
+#include <cstring>
+
+#include "optim/grad_utils.h"
+#include "zero/sharded_strategy.h"
+
+namespace zerotrain::zero {
+namespace {
+
+// Stage 0's reductions (DeepSpeed's allreduce_bucket): mean = kAvg; prescale
+// = g/N then sum; predivide f = g/f, sum, then * f/N; sum = sum.
+struct Scaling {
+  float pre = 1.0f, post = 1.0f;
+  comm::ReduceOp op = comm::ReduceOp::kSum;
+};
+
+Scaling scaling_for(const ShardedOptions& o, int n) {
+  if (n == 1 || o.allreduce_op == config::AllreduceOp::kSum) return {};
+  if (o.prescale) return {1.0f / static_cast<float>(n), 1.0f, comm::ReduceOp::kSum};
+  if (o.predivide_factor == 1.0) return {1.0f, 1.0f, comm::ReduceOp::kAvg};
+  return {static_cast<float>(1.0 / o.predivide_factor), static_cast<float>(o.predivide_factor / n),
+          comm::ReduceOp::kSum};
+}
+
+void add_into(std::span<float> dst, std::span<const float> src) {
+  for (size_t i = 0; i < src.size(); ++i) dst[i] += src[i];
+}
+
+}  // namespace
+
+ShardedStrategy::~ShardedStrategy() {
+  if (hooks_installed_) options_.model->set_hooks({});
+}
+
+void ShardedStrategy::install_hooks() {
+  // The final region grows as a suffix only if the groups tile [0, Ψ).
+  const auto& groups = options_.model->layout().groups();
+  int64_t end = 0;
+  for (const auto& g : groups) {
+    if (g.offset != end) return;
+    end = g.offset + g.numel;
+  }
+  if (end != numel_ || !options_.reduce_scatter) return;
+  model::GroupHooks h;
+  h.after_backward = [this](int g) { return on_group_final(g); };
+  options_.model->set_hooks(std::move(h));
+  hooks_installed_ = true;
+}
+
+void ShardedStrategy::reset_micro_step() {
+  pending_cols_ = reduce_cols_.size();
+  next_final_group_ = options_.model->num_groups() - 1;
+}
+
+Status ShardedStrategy::on_group_final(int group) {
+  if (group != next_final_group_) {
+    next_final_group_ = -2;  // out of the expected order: flush at the end
+    return Status();
+  }
+  next_final_group_ = group - 1;
+  const int64_t final_begin = options_.model->layout().groups()[group].offset;
+  while (pending_cols_ > 0 && column_ready(reduce_cols_[pending_cols_ - 1], final_begin)) {
+    ZT_RETURN_IF_ERROR(reduce_column(reduce_cols_[pending_cols_ - 1]));
+    --pending_cols_;
+    ++hook_flushed_;
+  }
+  return Status();
+}
+
+Status ShardedStrategy::reduce_column(Range col) {
+  const int n = world();
+  const Range own = intersect(col, {0, own_.count});  // shard-relative
+  if (n == 1) {
+    if (options_.stage == 2)
+      add_into(grad_part_.span().subspan(own.offset, own.count),
+               grads_.subspan(own.offset, own.count));
+    return Status();
+  }
+  const Scaling sc = scaling_for(options_, n);
+  const auto cc = static_cast<size_t>(col.count);
+  std::span<float> all = staging_.span().subspan(0, n * cc);
+  for (int r = 0; r < n; ++r) {
+    const Range src = column_piece(numel_, n, r, col);
+    std::span<float> chunk = all.subspan(r * cc, cc);
+    if (src.count > 0)
+      std::memcpy(chunk.data(), grads_.data() + src.offset, src.count * sizeof(float));
+    std::fill(chunk.begin() + src.count, chunk.end(), 0.0f);
+  }
+  if (sc.pre != 1.0f) optim::scale_in_place(all, sc.pre);
+  std::span<float> mine = all.subspan(rank() * cc, cc);
+  ZT_RETURN_IF_ERROR(options_.comm->reduce_scatter(std::span<const float>(all), mine, sc.op));
+  if (sc.post != 1.0f) optim::scale_in_place(mine, sc.post);
+  std::span<const float> real = mine.subspan(0, own.count);
+  if (options_.stage == 2)
+    add_into(grad_part_.span().subspan(own.offset, own.count), real);
+  else if (!real.empty())
+    std::memcpy(grads_.data() + own_.offset + own.offset, real.data(), real.size_bytes());
+  return Status();
+}
+
+Status ShardedStrategy::allreduce_buckets() {
+  const int n = world();
+  const Scaling sc = scaling_for(options_, n);
+  for (const Range& b : contiguous_buckets({0, numel_}, options_.reduce_bucket_size)) {
+    std::span<float> g = grads_.subspan(b.offset, b.count);
+    if (n > 1) {
+      if (sc.pre != 1.0f) optim::scale_in_place(g, sc.pre);
+      ZT_RETURN_IF_ERROR(options_.comm->allreduce(g, sc.op));
+    }
+    const Range mine = intersect(b, own_);
+    std::span<float> piece = grads_.subspan(mine.offset, mine.count);
+    if (sc.post != 1.0f) optim::scale_in_place(piece, sc.post);
+    if (options_.stage == 2)
+      add_into(grad_part_.span().subspan(mine.offset - own_.offset, mine.count), piece);
+  }
+  return Status();
+}
+
+Status ShardedStrategy::after_backward(bool /*boundary*/) {
+  if (options_.stage == 1) return Status();
+  if (options_.reduce_scatter) {
+    // Buckets the hooks did not flush (all of them without hooks), top down.
+    for (; pending_cols_ > 0; --pending_cols_)
+      ZT_RETURN_IF_ERROR(reduce_column(reduce_cols_[pending_cols_ - 1]));
+  } else {
+    ZT_RETURN_IF_ERROR(allreduce_buckets());
+  }
+  options_.model->zero_gradients();
+  reset_micro_step();
+  return Status();
+}
+
+Status ShardedStrategy::reduce_gradients() {
+  if (options_.stage == 2) return Status();  // reduced every micro-step
+  if (!options_.reduce_scatter) return allreduce_buckets();
+  for (const Range& col : reduce_cols_) ZT_RETURN_IF_ERROR(reduce_column(col));
+  return Status();
+}
+
+}  // namespace zerotrain::zero

@@ -1,0 +1,77 @@
+// ZeroStrategy: what a ZeRO stage owns and does for the Engine — where the
+// fp32 master weights, the optimizer states and the reduced gradients live,
+// how gradients are combined over ranks and how new weights reach the
+// model. The Engine keeps the precision and step logic (overflow, loss
+// scale, clipping, optimizer, scheduler) and drives a strategy through this
+// interface only, so stages 1-3 plug in without touching the step:
+//
+//   micro-step:  model backward into model grads -> after_backward(boundary)
+//   boundary:    reduce_gradients() -> [engine: overflow, norm, clip]
+//                -> optimizer on (owned_master, owned_gradients, states)
+//                -> publish_parameters() -> zero_gradients()
+//
+// "Owned" is this rank's partition: everything for stage 0, a 1/N shard
+// for stages 1-3 (its real elements only: padding is never owned). When
+// gradients_partitioned(), the engine sums norms and max-reduces overflow
+// flags over ranks; otherwise each rank already holds the full, identical
+// result.
+//
+//   ZT_RETURN_IF_ERROR(s->reduce_gradients());
+//   opt.update(s->owned_master(), s->owned_gradients(), s->optimizer_states());
+//   ZT_RETURN_IF_ERROR(s->publish_parameters());
+//
+// Thread-safety: one owner (the Engine); not synchronised.
+#pragma once
+
+#include <cstdint>
+#include <span>
+
+#include "common/status.h"
+
+namespace zerotrain::zero {
+
+// Bytes of model states this rank holds (DESIGN.md "ZeRO memory per rank"),
+// each category exactly what is allocated for it.
+struct ModelStateBytes {
+  int64_t parameters = 0;        // the model's compute copy
+  int64_t gradients = 0;         // persistent gradients (stage 0/1: the model's buffer;
+                                 // stage 2: the own partition's accumulator)
+  int64_t master_weights = 0;    // fp32 master copy; 0 when it is the compute copy (fp32)
+  int64_t optimizer_states = 0;  // Adam: m and v
+  // Reused staging that holds no state between micro-steps: the
+  // communication buckets, and for stage 2 the model's full gradient buffer
+  // that each backward writes into and the reduction empties again.
+  int64_t buffers = 0;
+  int64_t total() const {
+    return parameters + gradients + master_weights + optimizer_states + buffers;
+  }
+};
+
+class ZeroStrategy {
+ public:
+  virtual ~ZeroStrategy() = default;
+
+  virtual int stage() const = 0;
+  // After each micro-step's backward (stage 2 reduces here every micro-step).
+  virtual Status after_backward(bool boundary) = 0;
+  // At the boundary: owned_gradients() become the gradients combined over
+  // ranks (mean or sum per gradient_allreduce_op), still loss-scaled.
+  virtual Status reduce_gradients() = 0;
+  virtual bool gradients_partitioned() const = 0;
+  virtual std::span<float> owned_gradients() = 0;
+  virtual std::span<float> owned_master() = 0;
+  // optimizer->state_count() spans, each owned_master().size() long.
+  virtual std::span<const std::span<float>> optimizer_states() = 0;
+  // After the optimizer step: the model computes from the new weights
+  // (rounded to the model dtype; stages 1-3 also gather them).
+  virtual Status publish_parameters() = 0;
+  virtual void zero_gradients() = 0;
+  virtual ModelStateBytes model_state_bytes() const = 0;
+};
+
+// DESIGN.md's per-rank model-state bytes for Adam (K = 12) over Ψ = numel
+// elements and N ranks: stage 0 16Ψ, 1 4Ψ + 12Ψ/N, 2 2Ψ + 14Ψ/N, 3 16Ψ/N
+// (divisions rounded up).
+int64_t zero_formula_bytes(int stage, int64_t numel, int world_size);
+
+}  // namespace zerotrain::zero
