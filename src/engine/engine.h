@@ -29,7 +29,9 @@
 // master weights and optimizer states, fp32 gradients). fp32 and bf16 (with
 // check_grad_overflow) also skip a step whose gradients are not finite.
 //
-// zero_optimization.stage > 0 is InvalidArgument ("not supported yet").
+// zero_optimization.stage 0 is data parallel (engine/data_parallel.h),
+// stages 1 and 2 shard optimizer states and gradients (zero/); stage 3 is
+// InvalidArgument ("not supported yet").
 // Thread-safety: none; one engine per rank, driven by one thread. Create()
 // sets this thread's OpenMP thread count (see threads.h) unless disabled.
 #pragma once
@@ -84,7 +86,7 @@ class Engine {
  public:
   // The model must have flat parameter and gradient buffers with the
   // initial weights in them (rank 0's are broadcast). InvalidArgument for
-  // stage > 0, a config solved for another world size, or no optimizer.
+  // stage 3, a config solved for another world size, or no optimizer.
   static StatusOr<std::unique_ptr<Engine>> create(const config::Config& config,
                                                   model::GptModel* model, comm::Communicator* comm,
                                                   const EngineOptions& options = {});

@@ -110,8 +110,10 @@ void Run::print_start() {
        << " (params " << format_bytes(mem.model_states.parameters) << ", grads "
        << format_bytes(mem.model_states.gradients) << ", master "
        << format_bytes(mem.model_states.master_weights) << ", optimizer "
-       << format_bytes(mem.model_states.optimizer_states) << "; 16x formula "
-       << format_bytes(mem.formula_bytes) << "), activations " << format_bytes(mem.activation_bytes)
+       << format_bytes(mem.model_states.optimizer_states) << ", buffers "
+       << format_bytes(mem.model_states.buffers) << "; stage " << s_.cfg.zero.stage
+       << " formula " << format_bytes(mem.formula_bytes) << "), activations "
+       << format_bytes(mem.activation_bytes)
        << "\n";
   out_.flush();
 }
