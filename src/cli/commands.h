@@ -6,10 +6,20 @@
 
 #include <CLI/CLI.hpp>
 #include <functional>
+#include <optional>
 
 namespace zerotrain::cli {
 
 using Runner = std::function<int()>;
+
+// The value of option `name` if the user gave it, else nullopt (CLI11 2.1
+// has no std::optional binding; unset trainer arguments must stay unset so
+// "auto" and explicit config values are judged correctly).
+template <typename T>
+std::optional<T> given(const CLI::App* app, const char* name, T value) {
+  if (app->count(name) == 0) return std::nullopt;
+  return value;
+}
 
 // Stands in for the first `--` after `run` while CLI11 parses (see main.cc).
 inline constexpr const char* kDashDashMarker = "\x01zerotrain--";

@@ -21,14 +21,6 @@ struct ConfigCheckFlags {
   int64_t warmup_steps = 0, total_steps = 0, micro_batch = 0, grad_accum = 0, hidden_size = 0;
 };
 
-// CLI11 2.1 has no std::optional binding: an option the user did not give
-// stays unset in TrainerArgs.
-template <typename T>
-std::optional<T> given(const CLI::App* app, const char* name, T value) {
-  if (app->count(name) == 0) return std::nullopt;
-  return value;
-}
-
 config::TrainerArgs trainer_args(const CLI::App* check, const ConfigCheckFlags& f) {
   config::TrainerArgs t;
   t.world_size = f.world_size;
@@ -57,8 +49,7 @@ int check_files(const CLI::App* check, const ConfigCheckFlags& flags) {
       exit_code = 2;
       continue;
     }
-    for (const std::string& w : parsed->warnings)
-      std::cerr << path << ": warning: " << w << "\n";
+    for (const std::string& w : parsed->warnings) std::cerr << path << ": warning: " << w << "\n";
     if (flags.files.size() > 1) std::cout << "# " << path << "\n";
     std::cout << config::effective_config_json(*parsed) << "\n";
   }
@@ -74,8 +65,9 @@ Runner add_config_command(CLI::App& app) {
   CLI::App* check = cfg->add_subcommand(
       "check", "validate ds_config files; print the effective config, or the errors (exit 2)");
   check->add_option("files", flags->files, "ds_config.json files")->required();
-  check->add_option("--world-size,--world_size", flags->world_size,
-                    "data-parallel world size for the batch-size arithmetic")
+  check
+      ->add_option("--world-size,--world_size", flags->world_size,
+                   "data-parallel world size for the batch-size arithmetic")
       ->capture_default_str();
   check->add_option("--lr", flags->lr, "learning rate (resolves optimizer.params.lr: auto)");
   check->add_option("--betas", flags->betas, "Adam betas, two numbers")->expected(2);

@@ -25,12 +25,6 @@ struct TrainFlags {
   bool bf16 = false, fp16 = false, print_default_config = false;
 };
 
-template <typename T>
-std::optional<T> given(const CLI::App* app, const char* name, T value) {
-  if (app->count(name) == 0) return std::nullopt;
-  return value;
-}
-
 int run_train(const CLI::App* cmd, TrainFlags& f) {
   if (f.print_default_config) {
     std::cout << train::kDefaultDsConfig << "\n";

@@ -1,7 +1,7 @@
 // `zerotrain run` end to end: workers that rendezvous over the authenticated
 // store and run Gloo collectives, a worker killed with SIGKILL mid-collective,
 // and Ctrl-C reaching every worker.
-#include <dirent.h>
+#include <gtest/gtest.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -10,42 +10,12 @@
 #include <sstream>
 #include <thread>
 
-#include <gtest/gtest.h>
-
 #include "integration/subprocess.h"
 
 namespace zerotrain::testing {
 namespace {
 
 using namespace std::chrono_literals;
-
-// Children of `parent` mapped by their RANK environment variable, read from
-// /proc so the test needs nothing from the workers themselves.
-std::map<int, int> workers_by_rank(int parent) {
-  std::map<int, int> out;
-  DIR* proc = ::opendir("/proc");
-  if (proc == nullptr) return out;
-  while (dirent* e = ::readdir(proc)) {
-    int pid = std::atoi(e->d_name);
-    if (pid <= 0) continue;
-    std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
-    std::string line;
-    std::getline(stat, line);
-    size_t close = line.rfind(')');
-    if (close == std::string::npos) continue;
-    std::istringstream fields(line.substr(close + 2));
-    std::string state;
-    int ppid = 0;
-    fields >> state >> ppid;
-    if (ppid != parent) continue;
-    std::ifstream env("/proc/" + std::to_string(pid) + "/environ");
-    std::string var;
-    while (std::getline(env, var, '\0'))
-      if (var.rfind("RANK=", 0) == 0) out[std::atoi(var.c_str() + 5)] = pid;
-  }
-  ::closedir(proc);
-  return out;
-}
 
 std::map<int, int> wait_for_workers(int launcher, int n, std::chrono::seconds limit) {
   auto deadline = std::chrono::steady_clock::now() + limit;
@@ -91,7 +61,8 @@ TEST(ZerotrainRunFailures, SigkillOfOneWorkerEndsTheJobWithinBoundNamingThatRank
   EXPECT_NE(r.err.find("rank 2"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("SIGKILL"), std::string::npos) << r.err;
   // Every other worker is gone too: nobody is left hanging in a collective.
-  for (auto [rank, pid] : workers) EXPECT_NE(::kill(pid, 0), 0) << "rank " << rank << " survived";
+  for (auto [rank, pid] : workers)
+    EXPECT_FALSE(process_running(pid)) << "rank " << rank << " survived";
 }
 
 TEST(ZerotrainRunFailures, InterruptReachesEveryWorker) {
@@ -104,7 +75,8 @@ TEST(ZerotrainRunFailures, InterruptReachesEveryWorker) {
   ASSERT_FALSE(r.timed_out);
   EXPECT_NE(r.exit_code, 0);
   EXPECT_LT(r.seconds, 30.0);
-  for (auto [rank, pid] : workers) EXPECT_NE(::kill(pid, 0), 0) << "rank " << rank << " survived";
+  for (auto [rank, pid] : workers)
+    EXPECT_FALSE(process_running(pid)) << "rank " << rank << " survived";
 }
 
 TEST(ZerotrainRunFailures, MissingProgramIsAClearErrorNotAHang) {
@@ -116,9 +88,9 @@ TEST(ZerotrainRunFailures, MissingProgramIsAClearErrorNotAHang) {
 }
 
 TEST(ZerotrainRunDryRun, IncludeLocalhostOneGivesTheWorkerDeviceOne) {
-  ProcessResult r = run_process({ZT_BIN, "run", "--dry-run", "--include", "localhost:1", "--",
-                                 "train", "--steps", "3"},
-                                30s, {"CUDA_VISIBLE_DEVICES"});
+  ProcessResult r = run_process(
+      {ZT_BIN, "run", "--dry-run", "--include", "localhost:1", "--", "train", "--steps", "3"}, 30s,
+      {"CUDA_VISIBLE_DEVICES"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("CUDA_VISIBLE_DEVICES=1"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("RANK=0"), std::string::npos) << r.out;

@@ -1,6 +1,7 @@
 // Subprocess: posix_spawn with stdout/stderr redirected to temporary files.
 #include "integration/subprocess.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <spawn.h>
@@ -103,6 +104,40 @@ ProcessResult Subprocess::wait(std::chrono::duration<double> timeout) {
   result.out = slurp(out_path_);
   result.err = slurp(err_path_);
   return result;
+}
+
+std::map<int, int> workers_by_rank(int parent) {
+  std::map<int, int> out;
+  DIR* proc = ::opendir("/proc");
+  if (proc == nullptr) return out;
+  while (dirent* e = ::readdir(proc)) {
+    int pid = std::atoi(e->d_name);
+    if (pid <= 0) continue;
+    std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+    std::string line;
+    std::getline(stat, line);
+    size_t close = line.rfind(')');
+    if (close == std::string::npos) continue;
+    std::istringstream fields(line.substr(close + 2));
+    std::string state;
+    int ppid = 0;
+    fields >> state >> ppid;
+    if (ppid != parent) continue;
+    std::ifstream env("/proc/" + std::to_string(pid) + "/environ");
+    std::string var;
+    while (std::getline(env, var, '\0'))
+      if (var.rfind("RANK=", 0) == 0) out[std::atoi(var.c_str() + 5)] = pid;
+  }
+  ::closedir(proc);
+  return out;
+}
+
+bool process_running(int pid) {
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string line;
+  if (!std::getline(stat, line)) return false;
+  size_t close = line.rfind(')');
+  return close != std::string::npos && close + 2 < line.size() && line[close + 2] != 'Z';
 }
 
 ProcessResult run_process(const std::vector<std::string>& argv,

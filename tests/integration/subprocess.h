@@ -4,14 +4,15 @@
 #pragma once
 
 #include <chrono>
+#include <map>
 #include <string>
 #include <vector>
 
 namespace zerotrain::testing {
 
 struct ProcessResult {
-  int exit_code = -1;       // exit status, or 128 + signal
-  bool timed_out = false;   // the deadline passed and the child was killed
+  int exit_code = -1;      // exit status, or 128 + signal
+  bool timed_out = false;  // the deadline passed and the child was killed
   std::string out, err;
   double seconds = 0;
 };
@@ -35,6 +36,13 @@ class Subprocess {
   std::chrono::steady_clock::time_point start_;
   bool reaped_ = false;
 };
+
+// Children of `parent` (pid) keyed by their RANK environment variable, read
+// from /proc, so tests of `zerotrain run` need nothing from the workers.
+std::map<int, int> workers_by_rank(int parent);
+
+// Alive and not a zombie waiting to be reaped.
+bool process_running(int pid);
 
 // Convenience: start, wait, return.
 ProcessResult run_process(const std::vector<std::string>& argv,

@@ -3,7 +3,6 @@
 // rank at a seeded time 0.2-1.5 s after every worker is up. Each job must
 // end within 35 s with exit code 137, its stderr must name the killed rank,
 // and no worker may survive it.
-#include <dirent.h>
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <unistd.h>
@@ -24,43 +23,6 @@ using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
 
 constexpr int kTrials = 20;
-
-// Children of `parent` by their RANK environment variable (from /proc, so
-// the workers need no cooperation).
-std::map<int, int> workers_by_rank(int parent) {
-  std::map<int, int> out;
-  DIR* proc = ::opendir("/proc");
-  if (proc == nullptr) return out;
-  while (dirent* e = ::readdir(proc)) {
-    int pid = std::atoi(e->d_name);
-    if (pid <= 0) continue;
-    std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
-    std::string line;
-    std::getline(stat, line);
-    size_t close = line.rfind(')');
-    if (close == std::string::npos) continue;
-    std::istringstream fields(line.substr(close + 2));
-    std::string state;
-    int ppid = 0;
-    fields >> state >> ppid;
-    if (ppid != parent) continue;
-    std::ifstream env("/proc/" + std::to_string(pid) + "/environ");
-    std::string var;
-    while (std::getline(env, var, '\0'))
-      if (var.rfind("RANK=", 0) == 0) out[std::atoi(var.c_str() + 5)] = pid;
-  }
-  ::closedir(proc);
-  return out;
-}
-
-// Alive and not a zombie waiting to be reaped.
-bool running(int pid) {
-  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
-  std::string line;
-  if (!std::getline(stat, line)) return false;
-  size_t close = line.rfind(')');
-  return close != std::string::npos && close + 2 < line.size() && line[close + 2] != 'Z';
-}
 
 struct Trial {
   int world_size, victim;
@@ -101,7 +63,8 @@ TEST_P(KillTrial, JobEndsWith137NamingTheRankAndNoWorkerSurvives) {
   EXPECT_EQ(r.exit_code, 128 + SIGKILL) << r.err;
   EXPECT_NE(r.err.find("rank " + std::to_string(t.victim)), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("SIGKILL"), std::string::npos) << r.err;
-  for (auto [rank, pid] : workers) EXPECT_FALSE(running(pid)) << "rank " << rank << " survived";
+  for (auto [rank, pid] : workers)
+    EXPECT_FALSE(process_running(pid)) << "rank " << rank << " survived";
 }
 
 INSTANTIATE_TEST_SUITE_P(Seeds, KillTrial, ::testing::Range(0, kTrials));
