@@ -12,6 +12,7 @@
 #include <iterator>
 #include <sstream>
 
+#include "common/env.h"
 #include "config/config.h"
 #include "engine/engine.h"
 #include "model/gpt_model.h"
@@ -96,6 +97,7 @@ Status Run::init() {
 
 void Run::print_start() {
   const engine::MemoryReport mem = engine_->memory();
+  out_ << "[zerotrain] environment: " << env::describe() << "\n";
   out_ << "[zerotrain] effective ds_config"
        << (o_.deepspeed_config.empty() ? " (embedded default)" : " (" + o_.deepspeed_config + ")")
        << ":\n"
