@@ -2,6 +2,7 @@
 #include "engine/zero_strategy.h"
 
 #include <string>
+#include <utility>
 
 #include "engine/data_parallel.h"
 #include "zero/sharded_strategy.h"
@@ -13,6 +14,15 @@ StatusOr<std::unique_ptr<ZeroStrategy>> make_zero_strategy(const config::Config&
                                                            comm::Communicator* comm,
                                                            int state_count) {
   const int stage = config.zero.stage;
+  // Offload changes where states live; running without it while the config
+  // asks for it would be a silently ignored key.
+  for (const auto& [key, offload] : {std::pair{"offload_optimizer", &config.zero.offload_optimizer},
+                                     std::pair{"offload_param", &config.zero.offload_param}}) {
+    if (offload->enabled())
+      return invalid_argument(std::string("zero_optimization.") + key +
+                              ": CPU offload is not supported yet (set device to \"none\" or "
+                              "remove the block)");
+  }
   if (stage == 1 || stage == 2) {
     zero::ShardedOptions o;
     o.model = model;

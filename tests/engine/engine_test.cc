@@ -153,6 +153,21 @@ TEST(Engine, RejectsZeroStagesNotYetImplemented) {
       << e.status().to_string();
 }
 
+TEST(Engine, RejectsOffloadNotYetImplementedInsteadOfIgnoringIt) {
+  auto c = single_rank();
+  model::GptModel m = make_model(1);
+  config::Config cfg = parse(R"({"train_batch_size": 1,
+      "zero_optimization": {"stage": 2, "offload_optimizer": {"device": "cpu"}},
+      "optimizer": {"type": "AdamW", "params": {"lr": 0.001}}})");
+  auto e = Engine::create(cfg, &m, c.get());
+  ASSERT_FALSE(e.ok());
+  EXPECT_EQ(e.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(e.status().message().find(
+                "zero_optimization.offload_optimizer: CPU offload is not supported yet"),
+            std::string::npos)
+      << e.status().to_string();
+}
+
 TEST(Engine, RejectsAConfigSolvedForAnotherWorldSize) {
   auto c = single_rank();
   model::GptModel m = make_model(1);
