@@ -52,6 +52,9 @@ class DataParallelStrategy : public ZeroStrategy {
   bool gradients_partitioned() const override { return false; }
   std::span<float> owned_gradients() override { return grads_; }
   std::span<float> owned_master() override { return master_; }
+  std::vector<zero::Range> owned_ranges() const override {
+    return {{0, static_cast<int64_t>(master_.size())}};
+  }
   std::span<const std::span<float>> optimizer_states() override { return state_spans_; }
   Status publish_parameters() override;
   void zero_gradients() override;

@@ -183,6 +183,7 @@ Status Engine::boundary_step() {
 MemoryReport Engine::memory() const {
   MemoryReport r;
   r.model_states = strategy_->model_state_bytes();
+  r.host_model_states = strategy_->host_model_state_bytes();
   r.activation_bytes = model_->memory().activation_bytes;
   r.numel = model_->layout().total_numel();
   r.formula_bytes = zero_formula_bytes(strategy_->stage(), r.numel, comm_->world_size());

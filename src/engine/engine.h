@@ -58,12 +58,15 @@ struct EngineOptions {
 
 // Per-rank memory the engine accounts for.
 struct MemoryReport {
-  ModelStateBytes model_states;
+  ModelStateBytes model_states;       // in compute (device) memory
+  ModelStateBytes host_model_states;  // offloaded to host memory
   int64_t activation_bytes = 0;  // the model's saved activations + scratch (max B, T)
   int64_t numel = 0;             // Ψ: elements of the flat parameter buffer
   // zero_formula_bytes for this stage and world size (stage 0: 16Ψ).
   int64_t formula_bytes = 0;
-  int64_t total() const { return model_states.total() + activation_bytes; }
+  int64_t total() const {
+    return model_states.total() + host_model_states.total() + activation_bytes;
+  }
 };
 
 // What the last boundary step did.

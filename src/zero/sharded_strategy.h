@@ -76,6 +76,7 @@ class ShardedStrategy : public ZeroStrategy {
   ModelStateBytes model_state_bytes() const override;
 
   Range own_range() const { return own_; }
+  std::vector<Range> owned_ranges() const override { return {own_}; }
   int64_t shard() const { return shard_; }
   // Stage 2: buckets reduced from inside the backward's hooks, all micro-steps.
   int64_t hook_flushed_columns() const { return hook_flushed_; }

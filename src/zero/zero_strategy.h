@@ -25,8 +25,10 @@
 
 #include <cstdint>
 #include <span>
+#include <vector>
 
 #include "common/status.h"
+#include "zero/partition.h"
 
 namespace zerotrain::zero {
 
@@ -66,7 +68,18 @@ class ZeroStrategy {
   // (rounded to the model dtype; stages 1-3 also gather them).
   virtual Status publish_parameters() = 0;
   virtual void zero_gradients() = 0;
+  // Model states held in (device) compute memory, by category.
   virtual ModelStateBytes model_state_bytes() const = 0;
+  // Model states moved to host memory by offload_optimizer / offload_param
+  // (zero without offload). On this CPU build "device" and "host" are the
+  // same RAM; the split says which buffers a GPU build would keep where.
+  virtual ModelStateBytes host_model_state_bytes() const { return {}; }
+  // The flat ranges of Ψ whose concatenation, in order, owned_master() and
+  // each optimizer_states() span hold (stage 0: {[0, Ψ)}; stages 1-2: the
+  // rank's shard; stage 3: its piece of every group). Checkpoints write and
+  // re-partition by them; after writing owned_master()/optimizer_states()
+  // from outside, publish_parameters() brings the model up to date.
+  virtual std::vector<Range> owned_ranges() const = 0;
 };
 
 // DESIGN.md's per-rank model-state bytes for Adam (K = 12) over Ψ = numel
