@@ -74,7 +74,7 @@ Runner add_train_command(CLI::App& app) {
       "train", "train a GPT on the generated corpus or token shards (the built-in trainer)");
   cmd->add_option("--deepspeed,--deepspeed_config", f->o.deepspeed_config,
                   "ds_config.json (default: the embedded config, see --print-default-config)");
-  cmd->add_option("--model", f->o.model, "model preset: gpt2-tiny, gpt2-small-ish, gpt2")
+  cmd->add_option("--model", f->o.model, "model preset: gpt2-tiny, gpt2-5m, gpt2-small-ish, gpt2")
       ->capture_default_str();
   cmd->add_option("--data", f->o.data_dir,
                   "directory of train_*.bin/val_*.bin shards (zerotrain data tokenize); "

@@ -55,8 +55,8 @@ struct PresetInfo {
   std::string description;
 };
 
-// All presets, smallest first: gpt2-tiny (1,853,568 params), gpt2-small-ish
-// (23,240,704), gpt2 (124,439,808).
+// All presets, smallest first: gpt2-tiny (1,853,568 params), gpt2-5m
+// (5,322,240), gpt2-small-ish (23,240,704), gpt2 (124,439,808).
 const std::vector<PresetInfo>& list_presets();
 
 // The named preset; NotFound listing every valid name (and the closest one)

@@ -17,6 +17,7 @@ TEST(GptConfig, PresetCountsMatchTheClosedForm) {
   EXPECT_EQ(padded_parameter_count(*preset("gpt2")), 124439808 + (50304 - 50257) * 768);
   EXPECT_EQ(parameter_count(*preset("gpt2-tiny")), 1853568);
   EXPECT_EQ(parameter_count(*preset("gpt2-small-ish")), 23240704);
+  EXPECT_EQ(parameter_count(*preset("gpt2-5m")), 5322240);  // issue #6's "5.3 M"
   for (const PresetInfo& p : list_presets()) {
     EXPECT_TRUE(validate(p.config).ok()) << p.name;
     const int64_t C = p.config.n_embd, L = p.config.n_layer;
@@ -47,7 +48,7 @@ TEST(GptConfig, UnknownPresetSuggestsAndListsNames) {
   const std::string& m = r.status().message();
   EXPECT_NE(m.find("'gpt2-tny'"), std::string::npos) << m;
   EXPECT_NE(m.find("did you mean 'gpt2-tiny'"), std::string::npos) << m;
-  EXPECT_NE(m.find("gpt2-tiny, gpt2-small-ish, gpt2"), std::string::npos) << m;
+  EXPECT_NE(m.find("gpt2-tiny, gpt2-5m, gpt2-small-ish, gpt2"), std::string::npos) << m;
   // Far from every name: no suggestion, still the list.
   const std::string far = preset("llama-70b").status().message();
   EXPECT_EQ(far.find("did you mean"), std::string::npos) << far;
