@@ -16,12 +16,25 @@ StatusOr<std::unique_ptr<ZeroStrategy>> make_zero_strategy(const config::Config&
   const int stage = config.zero.stage;
   // Offload changes where states live; running without it while the config
   // asks for it would be a silently ignored key.
-  for (const auto& [key, offload] : {std::pair{"offload_optimizer", &config.zero.offload_optimizer},
-                                     std::pair{"offload_param", &config.zero.offload_param}}) {
-    if (offload->enabled())
-      return invalid_argument(std::string("zero_optimization.") + key +
-                              ": CPU offload is not supported yet (set device to \"none\" or "
-                              "remove the block)");
+  const config::OffloadConfig& offload_opt = config.zero.offload_optimizer;
+  if (config.zero.offload_param.enabled() && stage < 3)
+    return invalid_argument(
+        "zero_optimization.offload_param: parameter offload needs stage 3 (parameters are "
+        "partitioned only there), got stage " + std::to_string(stage) +
+        "; use offload_optimizer for stages 1 and 2");
+  if (offload_opt.enabled() && stage == 0)
+    return invalid_argument(
+        "zero_optimization.offload_optimizer: stage 0 keeps no partitioned optimizer states to "
+        "offload; use stage 1, 2 or 3 (or set device to \"none\")");
+  if (stage == 3) {
+    for (const auto& [key, offload] :
+         {std::pair{"offload_optimizer", &config.zero.offload_optimizer},
+          std::pair{"offload_param", &config.zero.offload_param}}) {
+      if (offload->enabled())
+        return invalid_argument(std::string("zero_optimization.") + key +
+                                ": CPU offload is not supported yet (set device to \"none\" or "
+                                "remove the block)");
+    }
   }
   if (stage == 1 || stage == 2) {
     zero::ShardedOptions o;
@@ -37,6 +50,9 @@ StatusOr<std::unique_ptr<ZeroStrategy>> make_zero_strategy(const config::Config&
     o.allgather_bucket_size = config.zero.allgather_bucket_size;
     o.reduce_scatter = config.zero.reduce_scatter;
     o.allgather_partitions = config.zero.allgather_partitions;
+    o.overlap_comm = config.zero.overlap_comm;
+    o.offload_optimizer = offload_opt.enabled();
+    o.pin_memory = offload_opt.pin_memory;
     ZT_ASSIGN_OR_RETURN(std::unique_ptr<zero::ShardedStrategy> s, zero::ShardedStrategy::create(o));
     return std::unique_ptr<ZeroStrategy>(std::move(s));
   }

@@ -23,8 +23,11 @@ using zero::zero_formula_bytes;
 using zero::ZeroStrategy;
 
 // The strategy for config.zero.stage: stage 0 -> DataParallelStrategy;
-// stages 1 and 2 -> zero::ShardedStrategy; stage 3 is InvalidArgument "not
-// supported yet". state_count: the optimizer's state arrays per element.
+// stages 1 and 2 -> zero::ShardedStrategy (with overlap_comm and
+// offload_optimizer); stage 3 is InvalidArgument "not supported yet".
+// offload_optimizer at stage 0 and offload_param below stage 3 are
+// InvalidArgument naming the key (never ignored). state_count: the
+// optimizer's state arrays per element.
 StatusOr<std::unique_ptr<ZeroStrategy>> make_zero_strategy(const config::Config& config,
                                                            model::GptModel* model,
                                                            comm::Communicator* comm,

@@ -71,16 +71,15 @@ Status ShardedStrategy::on_group_final(int group) {
 
 Status ShardedStrategy::reduce_column(Range col) {
   const int n = world();
-  const Range own = intersect(col, {0, own_.count});  // shard-relative
   if (n == 1) {
-    if (options_.stage == 2)
-      add_into(grad_part_.span().subspan(own.offset, own.count),
-               grads_.subspan(own.offset, own.count));
+    const Range own = intersect(col, {0, own_.count});
+    if (separate_grads_) take_reduced(col, grads_.subspan(own.offset, own.count));
     return Status();
   }
   const Scaling sc = scaling_for(options_, n);
   const auto cc = static_cast<size_t>(col.count);
-  std::span<float> all = staging_.span().subspan(0, n * cc);
+  ZT_ASSIGN_OR_RETURN(std::span<float> slot, pipe_.next_slot());
+  std::span<float> all = slot.subspan(0, n * cc);
   for (int r = 0; r < n; ++r) {
     const Range src = column_piece(numel_, n, r, col);
     std::span<float> chunk = all.subspan(r * cc, cc);
@@ -90,14 +89,26 @@ Status ShardedStrategy::reduce_column(Range col) {
   }
   if (sc.pre != 1.0f) optim::scale_in_place(all, sc.pre);
   std::span<float> mine = all.subspan(rank() * cc, cc);
-  ZT_RETURN_IF_ERROR(options_.comm->reduce_scatter(std::span<const float>(all), mine, sc.op));
-  if (sc.post != 1.0f) optim::scale_in_place(mine, sc.post);
+  comm::WorkPtr w = options_.comm->reduce_scatter_async(
+      std::as_bytes(all), std::as_writable_bytes(mine), comm::DType::kFloat32, sc.op);
+  return pipe_.submit(std::move(w), [this, col, mine, post = sc.post] {
+    if (post != 1.0f) optim::scale_in_place(mine, post);
+    take_reduced(col, mine);
+    return Status();
+  });
+}
+
+// `mine` starts with column col's real own elements: stage 2 adds them
+// into the partition accumulator, stage 1 stores them (in the model's own
+// slice, or the host partition with offload).
+void ShardedStrategy::take_reduced(Range col, std::span<float> mine) {
+  const Range own = intersect(col, {0, own_.count});  // shard-relative
   std::span<const float> real = mine.subspan(0, own.count);
+  std::span<float> dst = owned_grads_.subspan(own.offset, own.count);
   if (options_.stage == 2)
-    add_into(grad_part_.span().subspan(own.offset, own.count), real);
-  else if (!real.empty())
-    std::memcpy(grads_.data() + own_.offset + own.offset, real.data(), real.size_bytes());
-  return Status();
+    add_into(dst, real);
+  else if (!real.empty() && real.data() != dst.data())
+    std::memcpy(dst.data(), real.data(), real.size_bytes());
 }
 
 Status ShardedStrategy::allreduce_buckets() {
@@ -112,8 +123,7 @@ Status ShardedStrategy::allreduce_buckets() {
     const Range mine = intersect(b, own_);
     std::span<float> piece = grads_.subspan(mine.offset, mine.count);
     if (sc.post != 1.0f) optim::scale_in_place(piece, sc.post);
-    if (options_.stage == 2)
-      add_into(grad_part_.span().subspan(mine.offset - own_.offset, mine.count), piece);
+    if (mine.count > 0) take_reduced({mine.offset - own_.offset, mine.count}, piece);
   }
   return Status();
 }
@@ -121,9 +131,12 @@ Status ShardedStrategy::allreduce_buckets() {
 Status ShardedStrategy::after_backward(bool /*boundary*/) {
   if (options_.stage == 1) return Status();
   if (options_.reduce_scatter) {
-    // Buckets the hooks did not flush (all of them without hooks), top down.
+    // Buckets the hooks did not launch (all of them without hooks), top
+    // down; then every bucket in flight must land before the model's
+    // buffer is cleared for the next micro-step.
     for (; pending_cols_ > 0; --pending_cols_)
       ZT_RETURN_IF_ERROR(reduce_column(reduce_cols_[pending_cols_ - 1]));
+    ZT_RETURN_IF_ERROR(pipe_.drain());
   } else {
     ZT_RETURN_IF_ERROR(allreduce_buckets());
   }
@@ -136,7 +149,7 @@ Status ShardedStrategy::reduce_gradients() {
   if (options_.stage == 2) return Status();  // reduced every micro-step
   if (!options_.reduce_scatter) return allreduce_buckets();
   for (const Range& col : reduce_cols_) ZT_RETURN_IF_ERROR(reduce_column(col));
-  return Status();
+  return pipe_.drain();
 }
 
 }  // namespace zerotrain::zero

@@ -72,6 +72,45 @@ void round_to(config::DType dtype, std::span<const float> in, std::span<float> o
   }
 }
 
+// One owned-partition buffer of |own| floats, zeroed: on the host (pinned
+// if asked) with offload, else in compute memory.
+Status ShardedStrategy::allocate_owned() {
+  const auto count = static_cast<size_t>(own_.count);
+  auto owned = [&]() -> StatusOr<std::span<float>> {
+    if (options_.offload_optimizer) {
+      ZT_ASSIGN_OR_RETURN(HostBuffer<float> b,
+                          HostBuffer<float>::allocate(count, options_.pin_memory));
+      host_owned_.push_back(std::move(b));
+      return host_owned_.back().span();
+    }
+    ZT_ASSIGN_OR_RETURN(tensor::AlignedBuffer<float> b, zeroed(own_.count));
+    device_owned_.push_back(std::move(b));
+    return device_owned_.back().span();
+  };
+  const auto own = static_cast<size_t>(own_.offset);
+  // fp32 without offload: the model's own slice IS the master.
+  separate_master_ = options_.dtype != config::DType::kFp32 || options_.offload_optimizer;
+  if (separate_master_) {
+    ZT_ASSIGN_OR_RETURN(master_, owned());
+    if (count > 0) std::memcpy(master_.data(), params_.data() + own, count * sizeof(float));
+  } else {
+    master_ = params_.subspan(own, count);
+  }
+  for (int i = 0; i < options_.state_count; ++i) {
+    ZT_ASSIGN_OR_RETURN(std::span<float> st, owned());
+    state_spans_.push_back(st);
+  }
+  // Stage 1 reduces into the model's own slice unless the optimizer's
+  // gradients must be on the host; stage 2 always accumulates apart.
+  separate_grads_ = options_.stage == 2 || options_.offload_optimizer;
+  if (separate_grads_) {
+    ZT_ASSIGN_OR_RETURN(owned_grads_, owned());
+  } else {
+    owned_grads_ = grads_.subspan(own, count);
+  }
+  return Status();
+}
+
 StatusOr<std::unique_ptr<ShardedStrategy>> ShardedStrategy::create(const ShardedOptions& o) {
   ZT_RETURN_IF_ERROR(validate(o));
   std::unique_ptr<ShardedStrategy> s(new ShardedStrategy(o));
@@ -82,27 +121,9 @@ StatusOr<std::unique_ptr<ShardedStrategy>> ShardedStrategy::create(const Sharded
   s->params_ = {o.model->parameters(), static_cast<size_t>(s->numel_)};
   s->grads_ = {o.model->gradients(), static_cast<size_t>(s->numel_)};
   if (n > 1) ZT_RETURN_IF_ERROR(o.comm->broadcast(s->params_, 0));
-  const auto own = static_cast<size_t>(s->own_.offset), count = static_cast<size_t>(s->own_.count);
-  if (o.dtype == config::DType::kFp32) {
-    s->master_ = s->params_.subspan(own, count);
-  } else {
-    ZT_ASSIGN_OR_RETURN(s->own_master_, zeroed(s->own_.count));
-    s->master_ = s->own_master_.span();
-    if (count > 0) std::memcpy(s->master_.data(), s->params_.data() + own, count * sizeof(float));
-    // Every rank holds the same broadcast weights: round them locally.
-    round_to(o.dtype, s->params_, s->params_);
-  }
-  for (int i = 0; i < o.state_count; ++i) {
-    ZT_ASSIGN_OR_RETURN(tensor::AlignedBuffer<float> b, zeroed(s->own_.count));
-    s->states_.push_back(std::move(b));
-    s->state_spans_.push_back(s->states_.back().span());
-  }
-  if (o.stage == 2) {
-    ZT_ASSIGN_OR_RETURN(s->grad_part_, zeroed(s->own_.count));
-    s->owned_grads_ = s->grad_part_.span();
-  } else {
-    s->owned_grads_ = s->grads_.subspan(own, count);
-  }
+  ZT_RETURN_IF_ERROR(s->allocate_owned());
+  // Every rank holds the same broadcast weights: round them locally.
+  if (o.dtype != config::DType::kFp32) round_to(o.dtype, s->params_, s->params_);
   s->reduce_cols_ = bucket_columns(s->shard_, bucket_shard(o.reduce_bucket_size, n, s->shard_));
   s->gather_cols_ = bucket_columns(s->shard_, bucket_shard(o.allgather_bucket_size, n, s->shard_));
   int64_t staging = 0;
@@ -110,7 +131,7 @@ StatusOr<std::unique_ptr<ShardedStrategy>> ShardedStrategy::create(const Sharded
     staging = n * s->reduce_cols_.front().count;
   if (n > 1 && o.allgather_partitions && !s->gather_cols_.empty())
     staging = std::max(staging, n * s->gather_cols_.front().count);
-  ZT_ASSIGN_OR_RETURN(s->staging_, zeroed(staging));
+  ZT_ASSIGN_OR_RETURN(s->pipe_, BucketPipeline::create(staging, o.overlap_comm ? 2 : 1));
   s->reset_micro_step();
   if (o.stage == 2) s->install_hooks();
   return s;
@@ -124,25 +145,30 @@ Status ShardedStrategy::publish_parameters() {
   return options_.allgather_partitions ? gather_columns() : broadcast_shards();
 }
 
-// Column by column: own piece (rounded) into chunk `rank` of the staging,
-// all-gather in place, then every chunk's real elements into the model.
+// Column by column: own piece (rounded) into chunk `rank` of a staging
+// slot, all-gather in place, then every chunk's real elements into the
+// model. With two slots the next column is rounded while one is gathered.
 Status ShardedStrategy::gather_columns() {
   const int n = world();
   for (const Range& col : gather_cols_) {
     const auto cc = static_cast<size_t>(col.count);
-    std::span<float> all = staging_.span().subspan(0, n * cc);
+    ZT_ASSIGN_OR_RETURN(std::span<float> slot, pipe_.next_slot());
+    std::span<float> all = slot.subspan(0, n * cc);
     std::span<float> mine = all.subspan(rank() * cc, cc);
     const Range own = intersect(col, {0, own_.count});  // shard-relative
     round_to(options_.dtype, master_.subspan(own.offset, own.count), mine.subspan(0, own.count));
     std::fill(mine.begin() + own.count, mine.end(), 0.0f);
-    ZT_RETURN_IF_ERROR(options_.comm->allgather(std::span<const float>(mine), all));
-    for (int r = 0; r < n; ++r) {
-      const Range dst = column_piece(numel_, n, r, col);
-      if (dst.count > 0)
-        std::memcpy(params_.data() + dst.offset, all.data() + r * cc, dst.count * sizeof(float));
-    }
+    comm::WorkPtr w = options_.comm->allgather_async(std::as_bytes(mine), std::as_writable_bytes(all));
+    ZT_RETURN_IF_ERROR(pipe_.submit(std::move(w), [this, n, col, all, cc] {
+      for (int r = 0; r < n; ++r) {
+        const Range dst = column_piece(numel_, n, r, col);
+        if (dst.count > 0)
+          std::memcpy(params_.data() + dst.offset, all.data() + r * cc, dst.count * sizeof(float));
+      }
+      return Status();
+    }));
   }
-  return Status();
+  return pipe_.drain();
 }
 
 // DeepSpeed's allgather_partitions = false: each owner broadcasts its
@@ -160,23 +186,33 @@ Status ShardedStrategy::broadcast_shards() {
 
 void ShardedStrategy::zero_gradients() {
   options_.model->zero_gradients();
-  if (!grad_part_.span().empty())
-    std::fill(grad_part_.span().begin(), grad_part_.span().end(), 0.0f);
+  if (separate_grads_) std::fill(owned_grads_.begin(), owned_grads_.end(), 0.0f);
+}
+
+// The owned partition's buffers (master if separate, states, gradient
+// partition if separate), wherever they live.
+ModelStateBytes ShardedStrategy::owned_bytes() const {
+  ModelStateBytes b;
+  if (separate_master_) b.master_weights = static_cast<int64_t>(master_.size_bytes());
+  for (std::span<float> st : state_spans_) b.optimizer_states += static_cast<int64_t>(st.size_bytes());
+  if (separate_grads_) b.gradients = static_cast<int64_t>(owned_grads_.size_bytes());
+  return b;
 }
 
 ModelStateBytes ShardedStrategy::model_state_bytes() const {
-  ModelStateBytes b;
+  ModelStateBytes b = options_.offload_optimizer ? ModelStateBytes{} : owned_bytes();
   b.parameters = static_cast<int64_t>(params_.size_bytes());
-  b.master_weights = static_cast<int64_t>(own_master_.size_bytes());
-  for (const auto& s : states_) b.optimizer_states += static_cast<int64_t>(s.size_bytes());
-  b.buffers = static_cast<int64_t>(staging_.size_bytes());
-  if (options_.stage == 2) {
-    b.gradients = static_cast<int64_t>(grad_part_.size_bytes());
+  b.buffers = pipe_.bytes();
+  // Stage 1 accumulates in the model's buffer; stage 2 only stages there.
+  if (options_.stage == 2)
     b.buffers += static_cast<int64_t>(grads_.size_bytes());
-  } else {
+  else
     b.gradients = static_cast<int64_t>(grads_.size_bytes());
-  }
   return b;
+}
+
+ModelStateBytes ShardedStrategy::host_model_state_bytes() const {
+  return options_.offload_optimizer ? owned_bytes() : ModelStateBytes{};
 }
 
 }  // namespace zerotrain::zero

@@ -16,12 +16,28 @@
 // column buckets (allgather_partitions false: one broadcast series from
 // each owner). reduce_scatter false: all-reduce in buckets, keep the own
 // slice. Mean/sum, prescale and predivide as stage 0 (DataParallelStrategy).
-// overlap_comm is not acted on: every bucket is reduced inline.
+// overlap_comm: the reduce-scatter and all-gather buckets go through two
+// staging slots (bucket_pipeline.h); stage 2's buckets, launched from the
+// backward hooks, run on the Communicator's thread while backward goes on
+// and are awaited before the next micro-step's reduction can reuse their
+// slot and at the end of after_backward; stage 1 fills (copies, rounds)
+// one bucket while the previous one is on the wire. Same floats, same
+// bytes as inline. reduce_scatter false and allgather_partitions false stay
+// inline.
+// offload_optimizer (device cpu): the fp32 master partition (a separate
+// copy also for fp32), the optimizer states and the fp32 gradient
+// partition the optimizer reads live in HostBuffers (pinned if
+// pin_memory); stage 1 copies the reduced own slice there, stage 2
+// accumulates there. The fused AdamW runs on them; publish rounds the
+// updated master into the model buffer and gathers as without offload.
 //
-// Memory (model_state_bytes): parameters 4Ψ (fp32 storage, also for bf16
-// values); gradients 4Ψ (stage 1) or 4·|own| (stage 2); master 4·|own|
-// (16-bit only); states 4·K·|own|; buffers: the bucket staging N·S floats,
-// plus the model's 4Ψ gradient buffer in stage 2.
+// Memory (model_state_bytes, device): parameters 4Ψ (fp32 storage, also
+// for bf16 values); gradients 4Ψ (stage 1, the model's buffer) or 4·|own|
+// (stage 2, none with offload); master 4·|own| (16-bit only, none with
+// offload); states 4·K·|own| (none with offload); buffers: the bucket
+// staging N·S floats per slot (2 slots with overlap_comm), plus the
+// model's 4Ψ gradient buffer in stage 2. host_model_state_bytes, offload
+// only: master 4·|own|, states 4·K·|own|, gradients 4·|own|.
 //
 //   ShardedOptions o{.model = &m, .comm = c, .stage = 2, .state_count = 2};
 //   ZT_ASSIGN_OR_RETURN(auto s, ShardedStrategy::create(o));
@@ -37,6 +53,8 @@
 #include "config/config.h"
 #include "model/gpt_model.h"
 #include "tensor/aligned_buffer.h"
+#include "zero/bucket_pipeline.h"
+#include "zero/host_buffer.h"
 #include "zero/partition.h"
 #include "zero/zero_strategy.h"
 
@@ -55,6 +73,9 @@ struct ShardedOptions {
   int64_t allgather_bucket_size = 500'000'000;  // elements
   bool reduce_scatter = true;
   bool allgather_partitions = true;
+  bool overlap_comm = false;       // double-buffered async bucket collectives
+  bool offload_optimizer = false;  // master, states, gradient partition on the host
+  bool pin_memory = true;          // pin the offloaded buffers (best effort)
 };
 
 class ShardedStrategy : public ZeroStrategy {
@@ -74,6 +95,7 @@ class ShardedStrategy : public ZeroStrategy {
   Status publish_parameters() override;
   void zero_gradients() override;
   ModelStateBytes model_state_bytes() const override;
+  ModelStateBytes host_model_state_bytes() const override;
 
   Range own_range() const { return own_; }
   std::vector<Range> owned_ranges() const override { return {own_}; }
@@ -86,9 +108,12 @@ class ShardedStrategy : public ZeroStrategy {
   int world() const { return options_.comm->world_size(); }
   int rank() const { return options_.comm->rank(); }
   // Reduction of column `col` of the model's gradients into the owned
-  // gradients (stage 1: overwrite, stage 2: add).
+  // gradients (stage 1: overwrite, stage 2: add), through the pipeline.
   Status reduce_column(Range col);
-  Status reduce_all_columns();
+  // The reduced chunk `mine` of column `col` into the owned gradients.
+  void take_reduced(Range col, std::span<float> mine);
+  Status allocate_owned();
+  ModelStateBytes owned_bytes() const;
   Status allreduce_buckets();  // reduce_scatter: false
   Status on_group_final(int group);
   Status gather_columns();
@@ -100,9 +125,12 @@ class ShardedStrategy : public ZeroStrategy {
   int64_t numel_ = 0, shard_ = 0;
   Range own_;
   std::span<float> params_, grads_;  // the model's flat buffers [Ψ]
-  tensor::AlignedBuffer<float> own_master_, grad_part_, staging_;
-  std::span<float> master_, owned_grads_;
-  std::vector<tensor::AlignedBuffer<float>> states_;
+  // Owned partition buffers: device (AlignedBuffer) or, with offload, host.
+  std::vector<tensor::AlignedBuffer<float>> device_owned_;
+  std::vector<HostBuffer<float>> host_owned_;
+  BucketPipeline pipe_;
+  std::span<float> master_, owned_grads_;  // owned_grads_: [|own|]
+  bool separate_master_ = false, separate_grads_ = false;
   std::vector<std::span<float>> state_spans_;
   std::vector<Range> reduce_cols_, gather_cols_;
   // Stage 2, this micro-step: columns [0, pending_cols_) not yet reduced;
