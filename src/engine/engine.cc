@@ -11,6 +11,7 @@
 #include "engine/precision.h"
 #include "engine/threads.h"
 #include "optim/grad_utils.h"
+#include "zero/host_buffer.h"
 
 namespace zerotrain::engine {
 
@@ -187,6 +188,7 @@ MemoryReport Engine::memory() const {
   r.activation_bytes = model_->memory().activation_bytes;
   r.numel = model_->layout().total_numel();
   r.formula_bytes = zero_formula_bytes(strategy_->stage(), r.numel, comm_->world_size());
+  r.pinned_host_bytes = zero::host_memory::pinned_bytes();
   return r;
 }
 

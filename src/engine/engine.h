@@ -64,9 +64,11 @@ struct MemoryReport {
   int64_t numel = 0;             // Ψ: elements of the flat parameter buffer
   // zero_formula_bytes for this stage and world size (stage 0: 16Ψ).
   int64_t formula_bytes = 0;
-  int64_t total() const {
-    return model_states.total() + host_model_states.total() + activation_bytes;
-  }
+  // Host bytes this process holds page-locked (pin_memory), all strategies.
+  int64_t pinned_host_bytes = 0;
+  int64_t device_total() const { return model_states.total() + activation_bytes; }
+  int64_t host_total() const { return host_model_states.total(); }
+  int64_t total() const { return device_total() + host_total(); }
 };
 
 // What the last boundary step did.

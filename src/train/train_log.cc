@@ -23,14 +23,14 @@ std::string format_bytes(int64_t bytes) {
 }
 
 std::string format_step_line(const StepLine& l) {
-  char buf[320];
+  char buf[512];
   std::snprintf(buf, sizeof(buf),
                 "[zerotrain] step %lld/%lld | loss %.4f | lr %.3e | loss_scale %g | grad_norm "
-                "%.3f | skipped %lld | %.0f tokens/s | %.1f ms/step | rss %s | model_states %s",
+                "%.3f | skipped %lld | %.0f tokens/s | %.1f ms/step | rss %s | mem %s",
                 static_cast<long long>(l.step), static_cast<long long>(l.total_steps), l.loss, l.lr,
                 l.loss_scale, l.grad_norm, static_cast<long long>(l.skipped_steps), l.tokens_per_s,
                 l.step_ms, format_bytes(l.rss_bytes).c_str(),
-                format_bytes(l.model_state_bytes).c_str());
+                l.memory.c_str());
   return buf;
 }
 

@@ -23,7 +23,7 @@ struct StepLine {
   double tokens_per_s = 0;
   double step_ms = 0;
   int64_t rss_bytes = 0;
-  int64_t model_state_bytes = 0;
+  std::string memory;  // format_memory_compact (memory_log.h)
 };
 
 std::string format_step_line(const StepLine& l);

@@ -19,6 +19,7 @@
 #include "train/data/corpus.h"
 #include "train/data/loader.h"
 #include "train/default_config.h"
+#include "train/memory_log.h"
 #include "train/setup.h"
 #include "train/train_log.h"
 
@@ -108,15 +109,7 @@ void Run::print_start() {
        << " rank(s), micro-batch " << s_.cfg.batch.train_micro_batch_size_per_gpu << ", grad accum "
        << s_.cfg.batch.gradient_accumulation_steps << ", global batch "
        << s_.cfg.batch.train_batch_size << " x " << s_.T << " tokens, " << s_.steps << " steps\n";
-  out_ << "[zerotrain] model states per rank " << format_bytes(mem.model_states.total())
-       << " (params " << format_bytes(mem.model_states.parameters) << ", grads "
-       << format_bytes(mem.model_states.gradients) << ", master "
-       << format_bytes(mem.model_states.master_weights) << ", optimizer "
-       << format_bytes(mem.model_states.optimizer_states) << ", buffers "
-       << format_bytes(mem.model_states.buffers) << "; stage " << s_.cfg.zero.stage
-       << " formula " << format_bytes(mem.formula_bytes) << "), activations "
-       << format_bytes(mem.activation_bytes)
-       << "\n";
+  out_ << format_memory_report(mem, s_.cfg.zero.stage);
   out_.flush();
 }
 
@@ -164,7 +157,7 @@ void Run::print_step(int64_t step, double loss, double seconds) {
              .tokens_per_s = summary_.tokens_per_step / seconds,
              .step_ms = seconds * 1e3,
              .rss_bytes = rss_bytes(),
-             .model_state_bytes = engine_->memory().model_states.total()};
+             .memory = format_memory_compact(engine_->memory())};
   if (progress_) std::cerr << "\r\033[K" << std::flush;
   out_ << format_step_line(l) << "\n";
   if (s_.cfg.wall_clock_breakdown) {

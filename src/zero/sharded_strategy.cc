@@ -131,7 +131,11 @@ StatusOr<std::unique_ptr<ShardedStrategy>> ShardedStrategy::create(const Sharded
     staging = n * s->reduce_cols_.front().count;
   if (n > 1 && o.allgather_partitions && !s->gather_cols_.empty())
     staging = std::max(staging, n * s->gather_cols_.front().count);
-  ZT_ASSIGN_OR_RETURN(s->pipe_, BucketPipeline::create(staging, o.overlap_comm ? 2 : 1));
+  // A second slot only helps when there is a next bucket to fill.
+  const size_t columns = std::max(o.reduce_scatter ? s->reduce_cols_.size() : 0,
+                                  o.allgather_partitions ? s->gather_cols_.size() : 0);
+  const int slots = o.overlap_comm && columns > 1 ? 2 : 1;
+  ZT_ASSIGN_OR_RETURN(s->pipe_, BucketPipeline::create(staging, slots));
   s->reset_micro_step();
   if (o.stage == 2) s->install_hooks();
   return s;

@@ -35,7 +35,8 @@
 // for bf16 values); gradients 4Ψ (stage 1, the model's buffer) or 4·|own|
 // (stage 2, none with offload); master 4·|own| (16-bit only, none with
 // offload); states 4·K·|own| (none with offload); buffers: the bucket
-// staging N·S floats per slot (2 slots with overlap_comm), plus the
+// staging N·S floats per slot (2 slots with overlap_comm when there is
+// more than one bucket), plus the
 // model's 4Ψ gradient buffer in stage 2. host_model_state_bytes, offload
 // only: master 4·|own|, states 4·K·|own|, gradients 4·|own|.
 //

@@ -154,7 +154,8 @@ TEST(Trainer, LogHasConfigStepLinesAndSummary) {
   EXPECT_NE(text.find("[zerotrain] step 4/4 | loss "), std::string::npos);
   EXPECT_EQ(text.find("step 2/4"), std::string::npos) << "steps_per_print 25";
   EXPECT_NE(text.find("[zerotrain] done: 4 steps (0 skipped)"), std::string::npos);
-  EXPECT_NE(text.find("model_states "), std::string::npos);
+  EXPECT_NE(text.find("| mem dev "), std::string::npos) << text;
+  EXPECT_NE(text.find("[zerotrain] memory per rank: device "), std::string::npos) << text;
 }
 
 TEST(Trainer, ValidationLossEveryNSteps) {
@@ -256,11 +257,11 @@ TEST(TrainLog, StepLineFields) {
                                           .tokens_per_s = 12345.4,
                                           .step_ms = 41.48,
                                           .rss_bytes = 100 << 20,
-                                          .model_state_bytes = int64_t{3} << 30});
+                                          .memory = "dev 1.5 (p 1.5) MiB"});
   EXPECT_EQ(l,
             "[zerotrain] step 10/200 | loss 2.5000 | lr 1.000e-03 | loss_scale 65536 | "
             "grad_norm 0.500 | skipped 2 | 12345 tokens/s | 41.5 ms/step | rss 100.0 MiB | "
-            "model_states 3.00 GiB");
+            "mem dev 1.5 (p 1.5) MiB");
   EXPECT_EQ(format_bytes(512), "512 B");
   EXPECT_EQ(format_progress(15, 30, 1.0), "\r[===============>              ] 15/30  loss 1.0000");
   EXPECT_GT(rss_bytes(), 1 << 20);
