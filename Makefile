@@ -4,7 +4,7 @@ BUILD ?= build
 BUILD_TYPE ?= Release
 JOBS ?= $(shell nproc)
 
-.PHONY: all deps configure build run test bench clean
+.PHONY: all deps configure build run test bench bench-peer clean
 
 all: build
 
@@ -29,6 +29,12 @@ test: build
 # writes bench/RESULTS.md.
 bench: build
 	@scripts/bench.sh $(BUILD)
+
+# zerotrain against PyTorch (issue #6): installs Debian's python3-torch if
+# missing (bench/peer/install.sh), runs bench/compare (~15 min; QUICK=1 for
+# --quick), writes its section of bench/RESULTS.md.
+bench-peer: build
+	@bench/compare --build $(BUILD) $(if $(QUICK),--quick)
 
 clean:
 	rm -rf $(BUILD)

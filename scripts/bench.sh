@@ -103,9 +103,18 @@ cat > "$out/meta.json" <<JSON
  "seconds": $((SECONDS - begin)), "note": "$(json_escape "$note")"}
 JSON
 
+# bench/compare (make bench-peer) owns a marked section of the same file:
+# keep it across the re-render.
+peer_section=""
+if [ -f "$results" ]; then
+  peer_section=$(sed -n '/^<!-- bench\/compare: begin/,/^<!-- bench\/compare: end -->/p' "$results")
+fi
 if ! "$bin/zt_bench_report" --dir "$out" --out "$results"; then
   echo "bench.sh: zt_bench_report failed" >&2
   exit 1
+fi
+if [ -n "$peer_section" ]; then
+  printf '\n%s\n' "$peer_section" >> "$results"
 fi
 echo "== wrote $results ($((SECONDS - begin)) s; raw JSON in $out)"
 exit $status

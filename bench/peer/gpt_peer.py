@@ -1,0 +1,346 @@
+#!/usr/bin/python3
+"""The PyTorch peer of `zerotrain train`: the same GPT-2, data and hyperparameters.
+
+    /usr/bin/python3 bench/peer/gpt_peer.py --data DIR --mode ddp-fp32 --procs 2 --threads 1
+    ... --mode zero1-fp32 | ddp-bf16-autocast | fsdp
+    ... --write-init init.safetensors      # rank 0 writes its initial weights (HF names)
+    ... --init init.safetensors            # start from these weights instead
+
+Prints ONE line of JSON: mode, procs, threads, tokens_per_s (global, the
+median step after --warmup steps), peak RSS of each rank (VmHWM), the losses
+of every step. A mode this torch cannot run (FSDP without CUDA in Debian's
+1.13) prints {"mode": ..., "available": false, "reason": ...} after trying.
+
+Like for like with zerotrain (src/model, src/kernels/cpu, src/train, src/optim):
+  * model: pre-LN GPT-2 blocks, GELU tanh approximation, LayerNorm eps 1e-5,
+    causal attention scaled by 1/sqrt(head size), tied lm head, mean
+    cross-entropy over the targets >= 0; parameter names are HF GPT-2's;
+  * init (without --init): normal(0, 0.02), residual projections
+    0.02/sqrt(2L), biases 0, LayerNorm 1/0 (torch's RNG, so not our values:
+    the loss check loads one file on both sides instead);
+  * data: zerotrain's token shards and loader order (zt_data.py);
+  * optimizer: AdamW on every tensor (decoupled decay on all, as our engine
+    and DeepSpeed do with one param group), clip_grad_norm_ (max/(norm+1e-6),
+    as ours), WarmupLR with DeepSpeed's step convention (lr_at);
+  * precision: fp32, or torch.autocast(cpu, bf16) around forward + loss.
+Processes start with torch.multiprocessing.spawn and meet over Gloo on
+127.0.0.1 (torchrun is broken on Debian's Python 3.11). Each process runs
+--threads threads (OMP_NUM_THREADS, OPENBLAS_NUM_THREADS, set_num_threads).
+"""
+
+import argparse
+import json
+import math
+import os
+import socket
+import statistics
+import sys
+import tempfile
+import time
+
+MODES = ("ddp-fp32", "zero1-fp32", "ddp-bf16-autocast", "fsdp")
+HF_TRANSPOSED = (".attn.c_attn.weight", ".attn.c_proj.weight", ".mlp.c_fc.weight",
+                 ".mlp.c_proj.weight")  # HF's Conv1D stores [in, out]
+# Keys an HF GPT-2 file may carry that are not parameters of ours.
+HF_EXTRAS = (".attn.bias", ".attn.masked_bias", "lm_head.weight")
+
+
+def parse_args(argv):
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--data", required=True, help="directory of train_*.bin shards")
+    p.add_argument("--mode", choices=MODES, default="ddp-fp32")
+    p.add_argument("--procs", type=int, default=1)
+    p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--steps", type=int, default=20)
+    p.add_argument("--warmup", type=int, default=5, help="untimed steps before the median")
+    p.add_argument("--seed", type=int, default=1234, help="data order (and torch init)")
+    p.add_argument("--layers", type=int, default=4)
+    p.add_argument("--width", type=int, default=256)
+    p.add_argument("--heads", type=int, default=4)
+    p.add_argument("--vocab", type=int, default=8192)
+    p.add_argument("--block", type=int, default=256, help="rows of wpe (the model's block size)")
+    p.add_argument("--seq-len", type=int, default=256)
+    p.add_argument("--micro-batch", type=int, default=8, help="per rank")
+    p.add_argument("--lr", type=float, default=2e-3, help="warmup_max_lr")
+    p.add_argument("--min-lr", type=float, default=0.0, help="warmup_min_lr")
+    p.add_argument("--warmup-steps", type=int, default=10, help="warmup_num_steps")
+    p.add_argument("--warmup-type", choices=("linear", "log"), default="linear")
+    p.add_argument("--betas", type=float, nargs=2, default=(0.9, 0.95))
+    p.add_argument("--eps", type=float, default=1e-8)
+    p.add_argument("--weight-decay", type=float, default=0.01)
+    p.add_argument("--max-grad-norm", type=float, default=1.0)
+    p.add_argument("--init", help="initial weights (safetensors, HF GPT-2 names)")
+    p.add_argument("--write-init", help="rank 0 writes its initial weights here (HF names, "
+                   "fp32); every rank then starts from the file")
+    a = p.parse_args(argv)
+    if a.procs < 1 or a.threads < 1 or a.steps < 1 or a.warmup < 0:
+        p.error("--procs, --threads and --steps must be >= 1, --warmup >= 0")
+    if a.width % a.heads:
+        p.error(f"--width {a.width} must be a multiple of --heads {a.heads}")
+    if a.seq_len > a.block:
+        p.error(f"--seq-len {a.seq_len} exceeds --block {a.block}")
+    return a
+
+
+def lr_at(step, a):
+    """WarmupLR as src/optim/lr_scheduler.cc (DeepSpeed): t = last_batch_iteration
+    is -1 for the first optimizer step and grows by one after each."""
+    t, n = step - 2, max(2, a.warmup_steps)
+    if t < 0:
+        return a.min_lr
+    if t >= n:
+        return a.lr
+    gamma = t / n if a.warmup_type == "linear" else math.log(t + 1) / math.log(n)
+    return a.min_lr + (a.lr - a.min_lr) * gamma
+
+
+def build_model(a):
+    import torch
+    import torch.nn as nn
+    import torch.nn.functional as F
+
+    class Attention(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.c_attn = nn.Linear(a.width, 3 * a.width)
+            self.c_proj = nn.Linear(a.width, a.width)
+            # A plain attribute, not a buffer: DDP would broadcast it, and Gloo has no bool.
+            self.mask = torch.tril(torch.ones(a.block, a.block, dtype=torch.bool))
+
+        def forward(self, x):
+            B, T, C = x.shape
+            hs = C // a.heads
+            q, k, v = self.c_attn(x).split(C, dim=2)
+            q, k, v = (t.view(B, T, a.heads, hs).transpose(1, 2) for t in (q, k, v))
+            att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(hs))
+            att = att.masked_fill(~self.mask[:T, :T], float("-inf")).softmax(dim=-1)
+            return self.c_proj((att @ v).transpose(1, 2).contiguous().view(B, T, C))
+
+    class Mlp(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.c_fc = nn.Linear(a.width, 4 * a.width)
+            self.c_proj = nn.Linear(4 * a.width, a.width)
+
+        def forward(self, x):
+            return self.c_proj(F.gelu(self.c_fc(x), approximate="tanh"))
+
+    class Block(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.ln_1 = nn.LayerNorm(a.width, eps=1e-5)
+            self.attn = Attention()
+            self.ln_2 = nn.LayerNorm(a.width, eps=1e-5)
+            self.mlp = Mlp()
+
+        def forward(self, x):
+            x = x + self.attn(self.ln_1(x))
+            return x + self.mlp(self.ln_2(x))
+
+    class Gpt(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.wte = nn.Embedding(a.vocab, a.width)
+            self.wpe = nn.Embedding(a.block, a.width)
+            self.h = nn.ModuleList(Block() for _ in range(a.layers))
+            self.ln_f = nn.LayerNorm(a.width, eps=1e-5)
+
+        def forward(self, idx, targets):
+            pos = torch.arange(idx.shape[1], dtype=torch.long)
+            x = self.wte(idx) + self.wpe(pos)
+            for block in self.h:
+                x = block(x)
+            logits = F.linear(self.ln_f(x), self.wte.weight)  # tied head
+            return F.cross_entropy(logits.float().view(-1, logits.shape[-1]), targets.reshape(-1),
+                                   ignore_index=-1)
+
+    model = Gpt()
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if name.endswith(".bias"):
+                p.zero_()
+            elif ".ln_" in name or name.startswith("ln_f"):
+                p.fill_(1.0)
+            elif name.endswith(("attn.c_proj.weight", "mlp.c_proj.weight")):
+                p.normal_(0.0, 0.02 / math.sqrt(2 * a.layers))
+            else:
+                p.normal_(0.0, 0.02)
+    return model
+
+
+def load_init(model, path):
+    """Copies an HF-named safetensors file into the model (Conv1D weights transposed)."""
+    import torch
+    from safetensors_io import read_safetensors, to_torch
+
+    raw = {k[len("transformer."):] if k.startswith("transformer.") else k: v
+           for k, v in read_safetensors(path).items()}
+    params = dict(model.named_parameters())
+    unknown = [k for k in raw if k not in params and not k.endswith(HF_EXTRAS)]
+    missing = [k for k in params if k not in raw]
+    if unknown or missing:
+        raise SystemExit(f"gpt_peer: {path}: missing tensors {missing[:5]}, "
+                         f"unknown tensors {unknown[:5]}")
+    with torch.no_grad():
+        for name, p in params.items():
+            t = to_torch(raw[name]).float()
+            if name.endswith(HF_TRANSPOSED):
+                t = t.t()
+            if name == "wte.weight" and t.shape[0] > p.shape[0]:
+                t = t[: p.shape[0]]  # a padded-vocabulary export
+            if tuple(t.shape) != tuple(p.shape):
+                raise SystemExit(f"gpt_peer: {path}: tensor {name} has shape "
+                                 f"{list(raw[name].shape)}, the model needs "
+                                 f"{list(p.shape)} (HF layout)")
+            p.copy_(t)
+
+
+def write_init(model, path):
+    from safetensors_io import from_torch, write_safetensors
+
+    out = {}
+    for name, p in model.named_parameters():
+        out[name] = from_torch(p.t() if name.endswith(HF_TRANSPOSED) else p)
+    write_safetensors(path, out, {"format": "pt", "writer": "bench/peer/gpt_peer.py"})
+
+
+def peak_rss_mib():
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024.0
+    import resource
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+
+
+def wrap(model, a):
+    """(wrapped model, optimizer, clip function) for the mode."""
+    import torch
+    from torch.nn.parallel import DistributedDataParallel as DDP
+
+    kw = dict(lr=lr_at(1, a), betas=tuple(a.betas), eps=a.eps, weight_decay=a.weight_decay)
+    if a.mode == "fsdp":
+        try:
+            from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
+        except Exception as e:  # noqa: BLE001 - Debian's 1.13 on Python 3.11 fails here
+            raise RuntimeError(f"import torch.distributed.fsdp failed: {type(e).__name__}: {e}")
+        m = FSDP(model)
+        opt = torch.optim.AdamW(m.parameters(), **kw)
+        return m, opt, lambda: m.clip_grad_norm_(a.max_grad_norm)
+    m = DDP(model)
+    if a.mode == "zero1-fp32":
+        from torch.distributed.optim import ZeroRedundancyOptimizer
+        opt = ZeroRedundancyOptimizer(m.parameters(), optimizer_class=torch.optim.AdamW, **kw)
+    else:
+        opt = torch.optim.AdamW(m.parameters(), **kw)
+    return m, opt, lambda: torch.nn.utils.clip_grad_norm_(m.parameters(), a.max_grad_norm)
+
+
+def train_step(m, opt, clip, loader, step, a):
+    import torch
+    import torch.distributed as dist
+
+    rows = torch.tensor(loader.next(), dtype=torch.long)
+    x, y = rows[:, :-1], rows[:, 1:]
+    for g in opt.param_groups:
+        g["lr"] = lr_at(step, a)
+    if a.mode == "ddp-bf16-autocast":
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            loss = m(x, y)
+    else:
+        loss = m(x, y)
+    loss.backward()
+    clip()
+    opt.step()
+    opt.zero_grad(set_to_none=True)
+    mean = loss.detach().float().clone()
+    dist.all_reduce(mean)  # the mean over ranks, as zerotrain logs it
+    return mean.item() / a.procs
+
+
+def worker(rank, a, port, out_dir):
+    import torch
+    import torch.distributed as dist
+    from zt_data import Loader, read_split
+
+    torch.set_num_threads(a.threads)
+    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank,
+                            world_size=a.procs)
+    torch.manual_seed(a.seed)
+    model = build_model(a)
+    init = a.init
+    if a.write_init:
+        # Rank 0 writes, then every rank (rank 0 too) trains from the file it
+        # wrote, as zerotrain's --init will: the file round-trips.
+        if rank == 0:
+            write_init(model, a.write_init)
+        dist.barrier()
+        init = a.write_init
+    if init:
+        load_init(model, init)
+    result = {"rank": rank}
+    try:
+        m, opt, clip = wrap(model, a)
+        loader = Loader(read_split(a.data, "train"), a.seq_len, a.micro_batch, a.procs, rank,
+                        a.seed)
+        losses, times = [], []
+        for step in range(1, a.steps + 1):
+            t0 = time.perf_counter()
+            losses.append(train_step(m, opt, clip, loader, step, a))
+            times.append(time.perf_counter() - t0)
+        result.update(losses=losses, times=times)
+    except Exception as e:  # noqa: BLE001 - reported as the mode's reason
+        if a.mode != "fsdp":
+            raise
+        result["error"] = f"{type(e).__name__}: {str(e).strip().splitlines()[0] if str(e) else ''}"
+    result["peak_rss_mib"] = peak_rss_mib()
+    with open(os.path.join(out_dir, f"rank{rank}.json"), "w") as f:
+        json.dump(result, f)
+    dist.destroy_process_group()
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def main(argv):
+    a = parse_args(argv)
+    here = os.path.dirname(os.path.abspath(__file__))
+    if here not in sys.path:
+        sys.path.insert(0, here)
+    sys.dont_write_bytecode = True  # no __pycache__ in the source tree,
+    os.environ["PYTHONDONTWRITEBYTECODE"] = "1"  # in the spawned ranks either
+    # Before torch loads: OpenMP and OpenBLAS size their pools at start.
+    for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ[var] = str(a.threads)
+    import torch
+    import torch.multiprocessing as mp
+
+    tokens_per_step = a.micro_batch * a.seq_len * a.procs
+    head = {"impl": "pytorch", "mode": a.mode, "procs": a.procs, "threads": a.threads,
+            "torch": torch.__version__,
+            "openblas_coretype": os.environ.get("OPENBLAS_CORETYPE")}
+    with tempfile.TemporaryDirectory(prefix="gpt_peer.") as out_dir:
+        mp.spawn(worker, args=(a, free_port(), out_dir), nprocs=a.procs, join=True)
+        ranks = []
+        for r in range(a.procs):
+            with open(os.path.join(out_dir, f"rank{r}.json")) as f:
+                ranks.append(json.load(f))
+    errors = [r["error"] for r in ranks if "error" in r]
+    if errors:
+        print(json.dumps({**head, "available": False, "reason": errors[0]}), flush=True)
+        return 0
+    timed = ranks[0]["times"][a.warmup:] or ranks[0]["times"]
+    median = statistics.median(timed)
+    print(json.dumps({**head, "available": True, "tokens_per_s": tokens_per_step / median,
+                      "step_ms_median": median * 1e3, "tokens_per_step": tokens_per_step,
+                      "steps": a.steps, "warmup": a.warmup,
+                      "peak_rss_mib": [round(r["peak_rss_mib"], 1) for r in ranks],
+                      "losses": ranks[0]["losses"]}), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
