@@ -11,11 +11,14 @@ the same order as `zerotrain train --data DIR --seed S`, rank for rank.
     tokens = read_split("data", "train")                  # list of ints
     loader = Loader(tokens, seq_len=256, micro_batch=8, world_size=2, rank=1, seed=1234)
     rows = loader.next()                                  # B lists of T + 1 tokens
+    # python3 zt_data.py DIR --seq-len 16 --micro-batch 2 --world-size 2 --rank 1 \
+    #     --seed 7 --micro-steps 40                       # prints windows and tokens
 """
 
 import glob
 import os
 import struct
+import sys
 import zlib
 
 MASK = (1 << 64) - 1
@@ -129,11 +132,42 @@ class Loader:
 
     def next(self):
         first = self.window + self.rank * self.B
-        rows = []
+        rows, self.last_windows = [], []
         for j in range(self.B):
             w = self.order[first + j]
+            self.last_windows.append(w)
             rows.append(self.tokens[w * self.T : w * self.T + self.T + 1])
         self.window += self.B * self.R
         if self.window >= self.steps_per_epoch * self.global_batch:
             self._start_epoch(self.epoch + 1)
         return rows
+
+
+def main(argv):
+    """Prints a rank's micro-batches, for the cross-check against the C++ loader
+    (bench/peer/peer_data_test.cc): per micro-step a line "windows W..." and a
+    line "tokens T..." (the B rows of T + 1 tokens, row-major)."""
+    import argparse
+
+    p = argparse.ArgumentParser(description="print a rank's batches as zerotrain's loader makes them")
+    p.add_argument("data")
+    p.add_argument("--split", default="train")
+    for name in ("seq-len", "micro-batch", "world-size", "rank", "seed", "micro-steps"):
+        p.add_argument("--" + name, type=int, required=True)
+    p.add_argument("--grad-accum", type=int, default=1)
+    a = p.parse_args(argv)
+    try:
+        loader = Loader(read_split(a.data, a.split), a.seq_len, a.micro_batch, a.world_size,
+                        a.rank, a.seed, a.grad_accum)
+    except DataError as e:
+        print(f"zt_data.py: {e}", file=sys.stderr)
+        return 2
+    for _ in range(a.micro_steps):
+        rows = loader.next()
+        print("windows", *loader.last_windows)
+        print("tokens", *(t for row in rows for t in row))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
