@@ -15,9 +15,9 @@ Like for like with zerotrain (src/model, src/kernels/cpu, src/train, src/optim):
   * model: pre-LN GPT-2 blocks, GELU tanh approximation, LayerNorm eps 1e-5,
     causal attention scaled by 1/sqrt(head size), tied lm head, mean
     cross-entropy over the targets >= 0; parameter names are HF GPT-2's;
-  * init (without --init): normal(0, 0.02), residual projections
-    0.02/sqrt(2L), biases 0, LayerNorm 1/0 (torch's RNG, so not our values:
-    the loss check loads one file on both sides instead);
+  * init: normal(0, 0.02), residual projections 0.02/sqrt(2L), biases 0,
+    LayerNorm 1/0, from torch's RNG; or --init FILE (the loss check loads one
+    file on both sides), or --zt-init (our counter-based values, zt_init.py);
   * data: zerotrain's token shards and loader order (zt_data.py);
   * optimizer: AdamW on every tensor (decoupled decay on all, as our engine
     and DeepSpeed do with one param group), clip_grad_norm_ (max/(norm+1e-6),
@@ -70,6 +70,8 @@ def parse_args(argv):
     p.add_argument("--weight-decay", type=float, default=0.01)
     p.add_argument("--max-grad-norm", type=float, default=1.0)
     p.add_argument("--init", help="initial weights (safetensors, HF GPT-2 names)")
+    p.add_argument("--zt-init", action="store_true",
+                   help="initialise exactly as zerotrain does with --seed (zt_init.py)")
     p.add_argument("--write-init", help="rank 0 writes its initial weights here (HF names, "
                    "fp32); every rank then starts from the file")
     a = p.parse_args(argv)
@@ -268,6 +270,11 @@ def worker(rank, a, port, out_dir):
                             world_size=a.procs)
     torch.manual_seed(a.seed)
     model = build_model(a)
+    if a.zt_init:
+        from zt_init import zt_init_tensor
+        with torch.no_grad():
+            for name, p in model.named_parameters():
+                p.copy_(torch.from_numpy(zt_init_tensor(name, tuple(p.shape), a.seed, a.layers)))
     init = a.init
     if a.write_init:
         # Rank 0 writes, then every rank (rank 0 too) trains from the file it

@@ -163,7 +163,7 @@ def run_ours(ctx, row, layout, env, steps=None, init=None, tag=""):
     return r
 
 
-def run_peer(ctx, mode, layout, env, steps=None, write_init=None, tag=""):
+def run_peer(ctx, mode, layout, env, steps=None, write_init=None, zt_init=False, tag=""):
     procs, threads = layout
     steps = steps or ctx.steps
     h = HYPER
@@ -179,6 +179,8 @@ def run_peer(ctx, mode, layout, env, steps=None, write_init=None, tag=""):
            "--weight-decay", str(h["weight_decay"]), "--max-grad-norm", str(h["max_grad_norm"])]
     if write_init:
         cmd += ["--write-init", write_init]
+    if zt_init:
+        cmd += ["--zt-init"]
     r.log = os.path.join(ctx.work, f"peer-{mode}-{procs}x{threads}{tag}.log")
     out, rc, r.wall_s = _run(cmd, dict(env), r.log, ctx.timeout_s)
     doc = None
