@@ -8,10 +8,21 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <regex>
 #include <string>
 #include <vector>
 
 namespace zerotrain::train::testing {
+
+// Losses of the "[zerotrain] step N/M | loss X" lines of a trainer log, in order.
+inline std::vector<double> logged_losses(const std::string& out) {
+  std::vector<double> losses;
+  static const std::regex kLine(R"(\[zerotrain\] step \d+/\d+ \| loss ([0-9.]+))");
+  for (auto it = std::sregex_iterator(out.begin(), out.end(), kLine); it != std::sregex_iterator();
+       ++it)
+    losses.push_back(std::stod((*it)[1]));
+  return losses;
+}
 
 // A new empty directory under the gtest temp dir, removed at destruction.
 class TempDir {

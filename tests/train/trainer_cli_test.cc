@@ -4,7 +4,6 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
-#include <regex>
 #include <string>
 #include <vector>
 
@@ -16,15 +15,7 @@ namespace {
 
 using zerotrain::testing::run_process;
 
-// Losses of the "[zerotrain] step N/M | loss X" lines, in order.
-std::vector<double> logged_losses(const std::string& out) {
-  std::vector<double> losses;
-  static const std::regex kLine(R"(\[zerotrain\] step \d+/\d+ \| loss ([0-9.]+))");
-  for (auto it = std::sregex_iterator(out.begin(), out.end(), kLine); it != std::sregex_iterator();
-       ++it)
-    losses.push_back(std::stod((*it)[1]));
-  return losses;
-}
+using testing::logged_losses;
 
 TEST(TrainerCli, TwoRanksThroughTheLauncherLossFalls) {
   auto r = run_process({ZT_BIN, "run", "--num_gpus", "2", "--", ZT_BIN, "train", "--steps", "50"},
