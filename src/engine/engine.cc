@@ -1,10 +1,12 @@
 // Engine: micro-step bookkeeping and the boundary step (see engine.h).
 #include "engine/engine.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <limits>
 #include <string>
+#include <vector>
 
 #include "common/log.h"
 #include "engine/builders.h"
@@ -168,9 +170,7 @@ Status Engine::boundary_step() {
   }
 
   optimizer_->begin_step();
-  ZT_RETURN_IF_ERROR(optimizer_->update(strategy_->owned_master(),
-                                        tensor::make_view(std::span<const float>(grads)),
-                                        strategy_->optimizer_states()));
+  ZT_RETURN_IF_ERROR(update_in_sub_groups(grads));
   if (scheduler_) {
     scheduler_->step();
     optim::apply_lr(*scheduler_, *optimizer_);
@@ -178,6 +178,23 @@ Status Engine::boundary_step() {
   ZT_RETURN_IF_ERROR(strategy_->publish_parameters());
   strategy_->zero_gradients();
   last_step_ = info;
+  return Status();
+}
+
+// The optimizer over the owned partition, in the strategy's sub-groups.
+Status Engine::update_in_sub_groups(std::span<const float> grads) {
+  std::span<float> master = strategy_->owned_master();
+  std::span<const std::span<float>> states = strategy_->optimizer_states();
+  const int64_t sub = strategy_->optimizer_sub_group_size();
+  const size_t chunk = sub > 0 ? static_cast<size_t>(sub) : std::max<size_t>(master.size(), 1);
+  std::vector<std::span<float>> part(states.size());
+  for (size_t off = 0; off < master.size() || off == 0; off += chunk) {
+    const size_t len = std::min(chunk, master.size() - off);
+    for (size_t i = 0; i < states.size(); ++i) part[i] = states[i].subspan(off, len);
+    ZT_RETURN_IF_ERROR(optimizer_->update(master.subspan(off, len),
+                                          tensor::make_view(grads.subspan(off, len)), part));
+    if (off + len >= master.size()) break;
+  }
   return Status();
 }
 

@@ -30,8 +30,10 @@
 // check_grad_overflow) also skip a step whose gradients are not finite.
 //
 // zero_optimization.stage 0 is data parallel (engine/data_parallel.h),
-// stages 1 and 2 shard optimizer states and gradients (zero/); stage 3 is
-// InvalidArgument ("not supported yet").
+// stages 1 and 2 shard optimizer states and gradients, stage 3 also the
+// parameters (zero/; the model's flat buffers are then freed and its groups
+// gathered by the strategy's hooks). The optimizer runs over the owned
+// partition in chunks of the strategy's optimizer_sub_group_size().
 // Thread-safety: none; one engine per rank, driven by one thread. Create()
 // sets this thread's OpenMP thread count (see threads.h) unless disabled.
 #pragma once
@@ -90,8 +92,9 @@ struct PhaseTimes {
 class Engine {
  public:
   // The model must have flat parameter and gradient buffers with the
-  // initial weights in them (rank 0's are broadcast). InvalidArgument for
-  // stage 3, a config solved for another world size, or no optimizer.
+  // initial weights in them (rank 0's are broadcast; stage 3 frees them).
+  // InvalidArgument for a config solved for another world size, or no
+  // optimizer.
   static StatusOr<std::unique_ptr<Engine>> create(const config::Config& config,
                                                   model::GptModel* model, comm::Communicator* comm,
                                                   const EngineOptions& options = {});
@@ -134,6 +137,7 @@ class Engine {
   Status boundary_step();
   StatusOr<bool> any_rank_overflowed(std::span<const float> grads);
   StatusOr<double> grad_norm(std::span<const float> grads);
+  Status update_in_sub_groups(std::span<const float> grads);
 
   config::Config config_;
   model::GptModel* model_ = nullptr;

@@ -24,7 +24,8 @@ using zero::ZeroStrategy;
 
 // The strategy for config.zero.stage: stage 0 -> DataParallelStrategy;
 // stages 1 and 2 -> zero::ShardedStrategy (with overlap_comm and
-// offload_optimizer); stage 3 is InvalidArgument "not supported yet".
+// offload_optimizer); stage 3 -> zero::Stage3Strategy (with the stage3_*
+// keys, sub_group_size, overlap_comm, offload_param and offload_optimizer).
 // offload_optimizer at stage 0 and offload_param below stage 3 are
 // InvalidArgument naming the key (never ignored). state_count: the
 // optimizer's state arrays per element.

@@ -96,6 +96,13 @@ void GptModel::set_group_gradients(int g, float* base) {
   flat_grads_ = nullptr;
 }
 
+void GptModel::release_owned_buffers() {
+  own_params_ = {};
+  own_grads_ = {};
+  set_parameters(nullptr);
+  set_gradients(nullptr);
+}
+
 void GptModel::init_parameters(uint64_t seed) {
   for (const GroupInfo& gi : layout_.groups()) {
     ZT_CHECK(param_base_[gi.index] != nullptr, "init_parameters: group ", gi.name, " unbound");

@@ -138,6 +138,10 @@ class GptModel {
   void set_group_parameters(int g, float* base);
   void set_group_gradients(int g, float* base);
   void set_hooks(GroupHooks hooks) { hooks_ = std::move(hooks); }
+  // Frees the buffers the model allocated (own_parameters/own_gradients)
+  // and unbinds every group: ZeRO-3 keeps only partitions and binds group
+  // buffers from its hooks. parameters()/gradients() are null afterwards.
+  void release_owned_buffers();
 
   // Fills the bound parameters (every group) from seed; see init.h.
   void init_parameters(uint64_t seed);

@@ -80,6 +80,11 @@ class ZeroStrategy {
   // re-partition by them; after writing owned_master()/optimizer_states()
   // from outside, publish_parameters() brings the model up to date.
   virtual std::vector<Range> owned_ranges() const = 0;
+  // The engine runs the optimizer over owned_master() / owned_gradients() /
+  // optimizer_states() in consecutive chunks of at most this many elements
+  // (sub_group_size: bounds the optimizer's working set); 0: one chunk. The
+  // optimizers are element-wise, so chunking never changes the result.
+  virtual int64_t optimizer_sub_group_size() const { return 0; }
 };
 
 // DESIGN.md's per-rank model-state bytes for Adam (K = 12) over Ψ = numel

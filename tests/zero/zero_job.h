@@ -20,6 +20,7 @@
 #include "engine/engine_test_util.h"
 #include "zero/partition.h"
 #include "zero/sharded_strategy.h"
+#include "zero/stage3_strategy.h"
 
 namespace zerotrain::zero::testutil {
 
@@ -49,6 +50,7 @@ struct Result {
   ModelStateBytes bytes;         // engine memory().model_states
   ModelStateBytes host_bytes;    // engine memory().host_model_states
   int64_t numel = 0, own = 0, hook_flushes = 0;
+  CoordinatorStats stage3;  // stage 3: gathers, prefetches, live high-water mark
 };
 
 inline std::string config_json(const Job& j) {
@@ -85,7 +87,15 @@ inline void train_rank(comm::Communicator& c, const Job& j, Result* out) {
     ASSERT_TRUE(c.allreduce(std::span<float>(&global, 1), comm::ReduceOp::kAvg).ok());
     out->losses.push_back(global);
   }
-  out->weights = copy(m.parameters(), m.layout().total_numel());
+  if (auto* z3 = dynamic_cast<Stage3Strategy*>(&(*e)->strategy())) {
+    // Stage 3 freed the model's buffers: gather the weights it computes from.
+    out->weights.resize(static_cast<size_t>(m.layout().total_numel()));
+    ASSERT_TRUE(z3->gather_full_parameters(out->weights).ok());
+    out->own = z3->layout().owned_numel();
+    out->stage3 = z3->coordinator().stats();
+  } else {
+    out->weights = copy(m.parameters(), m.layout().total_numel());
+  }
   out->bytes = (*e)->memory().model_states;
   out->host_bytes = (*e)->memory().host_model_states;
   out->numel = m.layout().total_numel();

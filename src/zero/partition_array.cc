@@ -1,0 +1,97 @@
+// PartitionArray: storage and fp32 conversions (see partition_array.h).
+#include "zero/partition_array.h"
+
+#include <algorithm>
+#include <array>
+#include <cstring>
+
+#include "tensor/convert.h"
+#include "tensor/half.h"
+
+namespace zerotrain::zero {
+
+void to_fp32(tensor::DType dtype, const std::byte* src, size_t n, float* out) {
+  if (n == 0) return;
+  switch (dtype) {
+    case tensor::DType::kFloat32:
+      std::memcpy(out, src, n * sizeof(float));
+      return;
+    case tensor::DType::kBFloat16:
+      tensor::bf16_to_fp32({reinterpret_cast<const tensor::BFloat16*>(src), n}, {out, n});
+      return;
+    case tensor::DType::kFloat16:
+      tensor::fp16_to_fp32({reinterpret_cast<const tensor::Half*>(src), n}, {out, n});
+      return;
+  }
+}
+
+void from_fp32(tensor::DType dtype, const float* in, size_t n, std::byte* dst) {
+  if (n == 0) return;
+  switch (dtype) {
+    case tensor::DType::kFloat32:
+      std::memmove(dst, in, n * sizeof(float));
+      return;
+    case tensor::DType::kBFloat16:
+      tensor::fp32_to_bf16({in, n}, {reinterpret_cast<tensor::BFloat16*>(dst), n});
+      return;
+    case tensor::DType::kFloat16:
+      tensor::fp32_to_fp16({in, n}, {reinterpret_cast<tensor::Half*>(dst), n});
+      return;
+  }
+}
+
+StatusOr<PartitionArray> PartitionArray::allocate(tensor::DType dtype, size_t n, bool host,
+                                                  bool pin) {
+  PartitionArray a;
+  a.dtype_ = dtype;
+  a.size_ = n;
+  a.on_host_ = host;
+  const size_t bytes = n * tensor::dtype_size(dtype);
+  if (host) {
+    ZT_ASSIGN_OR_RETURN(a.host_, HostBuffer<std::byte>::allocate(bytes, pin));
+    a.data_ = a.host_.data();
+  } else {
+    ZT_ASSIGN_OR_RETURN(a.device_, tensor::AlignedBuffer<std::byte>::allocate(bytes));
+    a.data_ = a.device_.data();
+  }
+  return a;
+}
+
+std::span<float> PartitionArray::f32() {
+  ZT_CHECK(dtype_ == tensor::DType::kFloat32, "PartitionArray::f32 on a ",
+           tensor::dtype_name(dtype_), " array");
+  return {reinterpret_cast<float*>(data_), size_};
+}
+
+void PartitionArray::read(size_t off, size_t n, float* out) const {
+  ZT_CHECK(off + n <= size_, "PartitionArray::read past the end");
+  to_fp32(dtype_, at(off), n, out);
+}
+
+void PartitionArray::write(size_t off, std::span<const float> in) {
+  ZT_CHECK(off + in.size() <= size_, "PartitionArray::write past the end");
+  from_fp32(dtype_, in.data(), in.size(), at(off));
+}
+
+void PartitionArray::add(size_t off, std::span<const float> in) {
+  ZT_CHECK(off + in.size() <= size_, "PartitionArray::add past the end");
+  if (dtype_ == tensor::DType::kFloat32) {
+    float* dst = reinterpret_cast<float*>(at(off));
+    for (size_t i = 0; i < in.size(); ++i) dst[i] += in[i];
+    return;
+  }
+  constexpr size_t kBlock = 2048;
+  std::array<float, kBlock> tmp;
+  for (size_t b = 0; b < in.size(); b += kBlock) {
+    const size_t len = std::min(kBlock, in.size() - b);
+    read(off + b, len, tmp.data());
+    for (size_t i = 0; i < len; ++i) tmp[i] += in[b + i];
+    write(off + b, {tmp.data(), len});
+  }
+}
+
+void PartitionArray::fill_zero() {
+  if (size_ > 0) std::memset(data_, 0, size_ * tensor::dtype_size(dtype_));
+}
+
+}  // namespace zerotrain::zero

@@ -1,0 +1,196 @@
+// Stage3Strategy: ZeRO stage 3 (reference §3.1, DeepSpeed's stage3.py).
+// Every group's parameters are partitioned over the N ranks
+// (stage3_layout.h: per group, one all-gather of N equal chunks); a rank
+// keeps only its owned elements of the compute parameters, the gradients,
+// the fp32 master and the optimizer states. The model's own flat buffers
+// are freed at create(); it computes from full fp32 group buffers that the
+// hooks bind around each stage:
+//   before_forward(s) / before_backward(s): the ParamCoordinator gathers
+//     the groups stage s reads (s = L+1 also reads group 0, the tied wte),
+//     bf16/fp16 partitions converted to fp32 on arrival, and prefetches the
+//     next groups in pass order up to stage3_prefetch_bucket_size elements;
+//     before_backward also binds a zeroed full gradient buffer to each
+//     group stage s writes (group 0's from stage L+1 on).
+//   after_forward(s) / after_backward(s): the coordinator releases what it
+//     does not keep (stage3_max_reuse_distance; never more than
+//     stage3_max_live_parameters elements gathered, see
+//     param_coordinator.h). after_backward(s) makes group s's gradients
+//     final (group 0 last of all): they are copied into reduce_bucket_size
+//     column buckets, reduce-scattered (mean/sum, prescale, predivide as
+//     stage 0) and added into the gradient partition, and the full buffer
+//     is released.
+// overlap_comm: gathers and reduce-scatters are async Work on the
+// Communicator's thread — prefetches run while the current stage computes,
+// up to two reduce-scatter buckets stay in flight while backward goes on
+// (all land before the engine's after_backward returns). Without it every
+// collective completes inline, in the same order: same floats, same bytes.
+// stage3_param_persistence_threshold: tensors with fewer elements are kept
+// whole on every rank (fp32 storage of their current, dtype-rounded
+// weights, counted as parameters) and never gathered in the passes; their
+// optimizer ownership, gradients and reduction stay partitioned like the
+// rest, and publish_parameters() refreshes the whole copies with one
+// all-gather of the persistent list per group.
+//
+// Storage per rank (|own| = owned real elements ≈ Ψ/N):
+//   parameter partition |own| in the model dtype (bf16/fp16: 2 bytes);
+//     for fp32 it IS the master (one array, no copy);
+//   gradient partition |own| in the model dtype, accumulated over
+//     micro-steps (fp32 needs 4 bytes; 16-bit keeps 2 + 2 + 4 + 8 = 16Ψ/N);
+//   fp32 master |own| (bf16/fp16 only) and state_count fp32 states |own|.
+//   For bf16/fp16 the engine's fp32 view of the gradients
+//   (owned_gradients) is a transient |own| fp32 array that exists from
+//   reduce_gradients() to zero_gradients() — the boundary step only; it is
+//   reported under buffers while it exists.
+//   Persistent whole copies (fp32) and the buffer pool (gathered groups,
+//   full group gradients, staging; buffers) come on top.
+// offload_param {device: cpu}: the parameter partition lives in a
+// HostBuffer. offload_optimizer {device: cpu, pin_memory}: master, states,
+// gradient partition (and the transient fp32 gradients) in HostBuffers,
+// pinned if asked (best effort, one warning). fp32's single
+// parameter/master array is on the host when either is offloaded. On this
+// CPU build host and device are the same RAM: model_state_bytes() reports
+// what stays in compute memory, host_model_state_bytes() the rest.
+// sub_group_size: the engine runs the optimizer over the owned arrays in
+// chunks of at most that many elements (optimizer_sub_group_size()).
+//
+//   Stage3Options o{.model = &m, .comm = c, .dtype = config::DType::kBf16, .state_count = 2};
+//   ZT_ASSIGN_OR_RETURN(auto s, Stage3Strategy::create(o));
+//   s->coordinator().stats().live_high_water;     // instrumented peak of gathered elements
+//
+// create() broadcasts rank 0's weights first (as the other stages), keeps
+// this rank's partition, frees the model's flat buffers and installs the
+// hooks (replacing any); the destructor removes them. Thread-safety: as
+// ZeroStrategy; the Communicator's thread runs the collectives.
+#pragma once
+
+#include <deque>
+#include <limits>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "comm/communicator.h"
+#include "config/config.h"
+#include "model/gpt_model.h"
+#include "tensor/aligned_buffer.h"
+#include "zero/buffer_pool.h"
+#include "zero/param_coordinator.h"
+#include "zero/partition_array.h"
+#include "zero/stage3_layout.h"
+#include "zero/zero_strategy.h"
+
+namespace zerotrain::zero {
+
+struct Stage3Options {
+  model::GptModel* model = nullptr;  // flat parameter and gradient buffers bound (freed)
+  comm::Communicator* comm = nullptr;
+  config::DType dtype = config::DType::kFp32;
+  int state_count = 2;
+  config::AllreduceOp allreduce_op = config::AllreduceOp::kMean;
+  bool prescale = false;
+  double predivide_factor = 1.0;
+  int64_t reduce_bucket_size = 500'000'000;  // elements
+  int64_t prefetch_bucket_size = 50'000'000;
+  int64_t param_persistence_threshold = 100'000;
+  // At most this many elements in persistent tensors in all (DeepSpeed's
+  // stage3_model_persistence_threshold): tensors are made persistent in
+  // layout order while the total stays within it.
+  int64_t model_persistence_threshold = std::numeric_limits<int64_t>::max();
+  int64_t max_live_parameters = 1'000'000'000;
+  int64_t max_reuse_distance = 1'000'000'000;
+  int64_t sub_group_size = 1'000'000'000;
+  bool overlap_comm = false;
+  bool offload_param = false;
+  bool pin_param_memory = true;  // offload_param.pin_memory
+  bool offload_optimizer = false;
+  bool pin_memory = true;  // offload_optimizer.pin_memory
+};
+
+class Stage3Strategy : public ZeroStrategy, private GatherBackend {
+ public:
+  // InvalidArgument for a model without flat buffers, bucket or sub-group
+  // sizes < 1, negative stage3 sizes, a bad predivide factor, or a
+  // max_live_parameters below one stage's groups; comm errors otherwise.
+  static StatusOr<std::unique_ptr<Stage3Strategy>> create(const Stage3Options& o);
+  ~Stage3Strategy() override;
+
+  int stage() const override { return 3; }
+  Status after_backward(bool boundary) override;
+  Status reduce_gradients() override;
+  bool gradients_partitioned() const override { return true; }
+  std::span<float> owned_gradients() override { return owned_grads_; }
+  std::span<float> owned_master() override { return master_->f32(); }
+  std::span<const std::span<float>> optimizer_states() override { return state_spans_; }
+  Status publish_parameters() override;
+  void zero_gradients() override;
+  ModelStateBytes model_state_bytes() const override;
+  ModelStateBytes host_model_state_bytes() const override;
+  std::vector<Range> owned_ranges() const override { return layout_.owned_ranges(); }
+  int64_t optimizer_sub_group_size() const override { return options_.sub_group_size; }
+
+  // Collective (every rank, between steps): out[0, Ψ) = the full weights
+  // the model computes from (dtype-rounded), e.g. for export or tests.
+  Status gather_full_parameters(std::span<float> out);
+  const Stage3Layout& layout() const { return layout_; }
+  const ParamCoordinator& coordinator() const { return coordinator_; }
+  // Reduce-scatter buckets launched from inside backward, all micro-steps.
+  int64_t hook_reduced_buckets() const { return hook_reduced_; }
+
+ private:
+  struct GroupBuffers {
+    BufferPool::Buffer params;  // [numel] fp32, bound while gathered
+    BufferPool::Buffer grads;   // [numel] fp32, bound during its backward
+    BufferPool::Buffer staging;  // the gather's N chunks, storage dtype
+    comm::WorkPtr gather;
+  };
+  struct PendingReduce {  // one reduce-scatter bucket in flight
+    BufferPool::Buffer staging;
+    comm::WorkPtr work;
+    const CompactList* list = nullptr;
+    Range col;  // chunk-relative compact range
+  };
+
+  explicit Stage3Strategy(const Stage3Options& o) : options_(o) {}
+  int world() const { return options_.comm->world_size(); }
+  int rank() const { return options_.comm->rank(); }
+  float* group_params(int g) { return reinterpret_cast<float*>(buffers_[g].params.data()); }
+  Status allocate(std::span<const float> flat);
+  void install_hooks();
+  // GatherBackend.
+  Status start_gather(int g) override;
+  Status finish_gather(int g) override;
+  void release(int g) override;
+  // The group's gather into staging (own chunk packed, collective issued).
+  Status issue_gather(int g, BufferPool::Buffer* staging, comm::WorkPtr* work);
+  // Staging (arrived) -> full fp32 group buffer, persistent copies included.
+  void unpack_gather(int g, const std::byte* staging, float* dst);
+  // Gradients (stage3_reduce.cc).
+  Status on_before_backward(int s);
+  Status on_after_backward(int s);
+  Status reduce_group(int g);
+  Status reduce_column(int g, const CompactList& list, Range col);
+  Status finish_reduce(PendingReduce& p);
+  Status drain_reduces();
+  Status refresh_persistent();
+
+  Stage3Options options_;
+  tensor::DType param_dtype_ = tensor::DType::kFloat32;
+  Stage3Layout layout_;
+  ParamCoordinator coordinator_;
+  // Owned arrays. params_ is master_ itself for fp32.
+  PartitionArray master_store_, param_store_, grads_;
+  PartitionArray* master_ = &master_store_;
+  PartitionArray* params_ = &master_store_;
+  std::vector<PartitionArray> states_;
+  std::vector<std::span<float>> state_spans_;
+  PartitionArray step_grads_;      // fp32 view for 16-bit gradients, boundary only
+  std::span<float> owned_grads_;   // what the engine reads: grads_ or step_grads_
+  tensor::AlignedBuffer<float> persistent_;  // [persistent_numel] whole copies
+  std::vector<GroupBuffers> buffers_;        // [num_groups]
+  BufferPool pool_;
+  std::deque<PendingReduce> reduces_;
+  bool hooks_installed_ = false;
+  int64_t hook_reduced_ = 0;
+};
+
+}  // namespace zerotrain::zero
