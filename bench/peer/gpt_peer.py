@@ -29,6 +29,7 @@ Processes start with torch.multiprocessing.spawn and meet over Gloo on
 """
 
 import argparse
+import datetime
 import json
 import math
 import os
@@ -266,8 +267,9 @@ def worker(rank, a, port, out_dir):
     from zt_data import Loader, read_split
 
     torch.set_num_threads(a.threads)
+    # A lost peer fails a collective within 3 minutes, not Gloo's default 30.
     dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank,
-                            world_size=a.procs)
+                            world_size=a.procs, timeout=datetime.timedelta(seconds=180))
     torch.manual_seed(a.seed)
     model = build_model(a)
     if a.zt_init:
@@ -303,7 +305,13 @@ def worker(rank, a, port, out_dir):
     result["peak_rss_mib"] = peak_rss_mib()
     with open(os.path.join(out_dir, f"rank{rank}.json"), "w") as f:
         json.dump(result, f)
-    dist.destroy_process_group()
+    dist.barrier()
+    # No teardown: torch 1.13's ProcessGroupGloo destructor, run from the DDP
+    # Reducer's, can deadlock against the GIL (seen: rank 0 hung at exit while
+    # rank 1 had finished). Everything is written; leave at once.
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
 
 
 def free_port():

@@ -15,6 +15,7 @@ import glob
 import json
 import os
 import re
+import signal
 import statistics
 import subprocess
 import tempfile
@@ -65,7 +66,7 @@ class Context:
     work: str  # configs, logs
     steps: int
     warmup: int
-    timeout_s: int = 900
+    timeout_s: int = 420  # a run is ~30-60 s; a hung one must not stall the whole compare
 
 
 def ds_config(row):
@@ -100,15 +101,27 @@ def _slug(text):
     return re.sub(r"[^A-Za-z0-9]+", "-", text).strip("-")
 
 
+def _unique(stem):
+    """stem.log, or stem.2.log, ... when an earlier run of the same kind wrote one."""
+    path, n = stem + ".log", 1
+    while os.path.exists(path):
+        n += 1
+        path = f"{stem}.{n}.log"
+    return path
+
+
 def _run(cmd, env, log_path, timeout_s):
     t0 = time.monotonic()
+    # Its own process group, so a timeout ends the spawned ranks too.
+    p = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                         text=True, start_new_session=True)
     try:
-        p = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                           text=True, timeout=timeout_s)
-        out, rc = p.stdout, p.returncode
-    except subprocess.TimeoutExpired as e:
-        out = (e.stdout or b"").decode() if isinstance(e.stdout, bytes) else (e.stdout or "")
-        out, rc = out + f"\n[bench/compare] timed out after {timeout_s} s\n", 124
+        out, _ = p.communicate(timeout=timeout_s)
+        rc = p.returncode
+    except subprocess.TimeoutExpired:
+        os.killpg(p.pid, signal.SIGKILL)
+        out, _ = p.communicate()
+        out, rc = (out or "") + f"\n[bench/compare] timed out after {timeout_s} s\n", 124
     with open(log_path, "w") as f:
         f.write("$ " + " ".join(cmd) + "\n" + out)
     return out, rc, time.monotonic() - t0
@@ -132,7 +145,7 @@ def run_ours(ctx, row, layout, env, steps=None, init=None, tag=""):
     if procs > 1:
         cmd = [ctx.zerotrain, "run", "--num_gpus", str(procs), "--"] + cmd
     env = dict(env, OMP_NUM_THREADS=str(threads))
-    r.log = os.path.join(ctx.work, name + ".log")
+    r.log = _unique(os.path.join(ctx.work, name))
     out, rc, r.wall_s = _run(cmd, env, r.log, ctx.timeout_s)
     times = {}
     for m in STEP_LINE.finditer(out):
@@ -181,7 +194,7 @@ def run_peer(ctx, mode, layout, env, steps=None, write_init=None, zt_init=False,
         cmd += ["--write-init", write_init]
     if zt_init:
         cmd += ["--zt-init"]
-    r.log = os.path.join(ctx.work, f"peer-{mode}-{procs}x{threads}{tag}.log")
+    r.log = _unique(os.path.join(ctx.work, f"peer-{mode}-{procs}x{threads}{tag}"))
     out, rc, r.wall_s = _run(cmd, dict(env), r.log, ctx.timeout_s)
     doc = None
     for line in reversed(out.splitlines()):
