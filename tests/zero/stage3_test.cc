@@ -12,6 +12,7 @@
 #include "zero/offload_checks.h"
 #include "zero/partition.h"
 #include "zero/stage3_strategy.h"
+#include "zero/stage3_job.h"
 #include "zero/zero_job.h"
 
 namespace zerotrain::zero {
@@ -24,37 +25,18 @@ using testutil::make_model;
 using testutil::reference;
 using testutil::Result;
 using testutil::run;
-
-// Small buckets so every group reduces in several columns; by default ln
-// and the small biases (< 100 elements) persistent and nothing kept for
-// reuse, so each group is gathered for its forward and again for its
-// backward.
-struct Z3 {
-  int64_t prefetch = 20000;
-  int64_t persist = 100;
-  double reuse = 0;
-  std::string more = "";  // further zero_optimization keys, each starting with ','
-  std::string json() const {
-    return R"(, "reduce_bucket_size": 3000, "stage3_prefetch_bucket_size": )" +
-           std::to_string(prefetch) + R"(, "stage3_param_persistence_threshold": )" +
-           std::to_string(persist) + R"(, "stage3_max_reuse_distance": )" +
-           std::to_string(reuse) + more;
-  }
-};
-const std::string kBf16 = R"("bf16": {"enabled": true},)";
-const std::string kOffloadBoth =
-    R"(, "offload_optimizer": {"device": "cpu", "pin_memory": true},
-       "offload_param": {"device": "cpu", "pin_memory": true})";
-
-Job stage3_job(int n, const Z3& z = {}) {
-  return {.world = n, .stage = 3, .steps = 20, .zero = z.json()};
-}
+using testutil::stage3_job;
+using testutil::Z3;
+using testutil::kShort;
+using testutil::kOffloadBoth;
+const std::string& kBf16 = testutil::kStage3Bf16;
 
 std::string what(int n, const std::string& extra) { return "n " + std::to_string(n) + extra; }
 
-TEST(Stage3, Fp32MatchesStage0OneRankAt1To4Ranks) {
+// 4 ranks, offload and fp16: stage3_matrix_test (slow).
+TEST(Stage3, Fp32MatchesStage0OneRankAt1And2Ranks) {
   const Result ref = reference({.steps = 20});
-  for (int n : {1, 2, 4}) {
+  for (int n : {1, 2}) {
     std::vector<Result> got = run(stage3_job(n));
     expect_equivalent(got, ref, 1e-5, what(n, " fp32"));
     EXPECT_GT(got[0].stage3.prefetches, 0) << "groups are gathered ahead of their stage";
@@ -63,7 +45,7 @@ TEST(Stage3, Fp32MatchesStage0OneRankAt1To4Ranks) {
 
 TEST(Stage3, GradientAccumulationAccumulatesInThePartition) {
   const Result ref = reference({.steps = 20});
-  for (int n : {2, 4}) {
+  for (int n : {2}) {
     Job j = stage3_job(n);
     j.gas = 2;
     expect_equivalent(run(j), ref, 1e-5, what(n, " gas 2"));
@@ -72,15 +54,16 @@ TEST(Stage3, GradientAccumulationAccumulatesInThePartition) {
 
 // bf16 stage 0 keeps fp32 gradients; stage 3 keeps the gradient partition
 // in bf16 (what makes 16Ψ/N), so every step's gradients carry one bf16
-// rounding (relative 2^-9) before Adam; on top of that the bf16 weights
-// amplify reduction-order noise as in stages 1-2 (2e-3 there). Measured:
-// under 2e-3 relative per step over 20 steps; 5e-3 leaves room.
+// rounding (relative 2^-9) before Adam, on top of the reduction-order noise
+// that bf16 weights amplify in stages 1-2 (2e-3 there). Measured over 20
+// steps: losses within 1.3e-5 relative per step, final weights within
+// 7e-4 relative L2 (stage 2: 1.7e-6 and less); the stages' 2e-3 bounds both.
 TEST(Stage3, Bf16FollowsStage0Bf16) {
   const Result ref = reference({.steps = 20, .extra = kBf16});
-  for (int n : {1, 2}) {
+  for (int n : {2}) {
     Job j = stage3_job(n);
     j.extra = kBf16;
-    expect_equivalent(run(j), ref, 5e-3, what(n, " bf16"));
+    expect_equivalent(run(j), ref, 2e-3, what(n, " bf16"));
   }
 }
 
@@ -88,7 +71,7 @@ TEST(Stage3, Bf16FollowsStage0Bf16) {
 // sub-groups: the same gathered values, the same reductions in the same
 // order — bit-identical losses and weights.
 TEST(Stage3, SchedulingVariantsAreBitIdentical) {
-  const std::vector<Result> base = run(stage3_job(2));
+  const std::vector<Result> base = run(stage3_job(2, {}, kShort));
   const std::vector<Z3> variants = {
       {.prefetch = 0},
       {.more = R"(, "overlap_comm": true)"},
@@ -96,7 +79,7 @@ TEST(Stage3, SchedulingVariantsAreBitIdentical) {
       {.more = R"(, "sub_group_size": 1000)"},
   };
   for (const Z3& v : variants) {
-    std::vector<Result> got = run(stage3_job(2, v));
+    std::vector<Result> got = run(stage3_job(2, v, kShort));
     ASSERT_EQ(got.size(), base.size());
     for (size_t r = 0; r < got.size(); ++r) {
       EXPECT_EQ(got[r].losses, base[r].losses) << v.json();
@@ -112,12 +95,12 @@ TEST(Stage3, LiveParametersNeverExceedTheBound) {
   // while one is gathered, so the bound binds.
   const int64_t block = group_numel(1), embed = group_numel(0);
   const int64_t bound = block + embed;
-  const std::vector<Result> free_run = run(stage3_job(2));
+  const std::vector<Result> free_run = run(stage3_job(2, {}, kShort));
   EXPECT_GT(free_run[0].stage3.live_high_water, bound) << "without the bound, prefetch goes further";
   for (bool overlap : {false, true}) {
     const Z3 z{.more = R"(, "stage3_max_live_parameters": )" + std::to_string(bound) +
                        (overlap ? R"(, "overlap_comm": true)" : "")};
-    std::vector<Result> got = run(stage3_job(2, z));
+    std::vector<Result> got = run(stage3_job(2, z, kShort));
     for (size_t r = 0; r < got.size(); ++r) {
       EXPECT_LE(got[r].stage3.live_high_water, bound);
       EXPECT_GE(got[r].stage3.live_high_water, block);
@@ -143,8 +126,8 @@ TEST(Stage3, LiveBoundBelowOneStageIsRefusedNamingTheKey) {
 // the forward stay gathered for the backward — fewer all-gather bytes,
 // same numbers.
 TEST(Stage3, ReuseDistanceKeepsGroupsForTheBackward) {
-  const std::vector<Result> base = run(stage3_job(2));
-  std::vector<Result> kept = run(stage3_job(2, {.reuse = 1e9}));
+  const std::vector<Result> base = run(stage3_job(2, {}, kShort));
+  std::vector<Result> kept = run(stage3_job(2, {.reuse = 1000000000}, kShort));
   EXPECT_GT(kept[0].stage3.kept, 0);
   EXPECT_LT(kept[0].last_step.op(comm::OpType::kAllgather).bytes_sent,
             base[0].last_step.op(comm::OpType::kAllgather).bytes_sent);
@@ -192,8 +175,8 @@ TEST(Stage3, BytesOnTheWireAreThreePsiAStep) {
 // Persistent tensors are gathered once a step (the refresh), not twice in
 // the passes; their optimizer ownership stays partitioned.
 TEST(Stage3, PersistentTensorsAreNotGatheredInThePasses) {
-  const std::vector<Result> none = run(stage3_job(2, {.persist = 0}));
-  const std::vector<Result> some = run(stage3_job(2));
+  const std::vector<Result> none = run(stage3_job(2, {.persist = 0}, kShort));
+  const std::vector<Result> some = run(stage3_job(2, {}, kShort));
   EXPECT_LT(some[0].last_step.op(comm::OpType::kAllgather).bytes_sent,
             none[0].last_step.op(comm::OpType::kAllgather).bytes_sent);
   EXPECT_EQ(some[0].last_step.op(comm::OpType::kReduceScatter).bytes_sent,
