@@ -105,7 +105,6 @@ Status Stage3Strategy::reduce_column(int g, const CompactList& l, Range col) {
                                                  std::as_writable_bytes(mine),
                                                  comm::DType::kFloat32, sc.op);
   }
-  ++hook_reduced_;
   reduces_.push_back(std::move(p));
   const size_t limit = options_.overlap_comm ? kReducesInFlight : 0;
   while (reduces_.size() > limit) {

@@ -52,6 +52,9 @@
 // what stays in compute memory, host_model_state_bytes() the rest.
 // sub_group_size: the engine runs the optimizer over the owned arrays in
 // chunks of at most that many elements (optimizer_sub_group_size()).
+// reduce_scatter, allgather_partitions, allgather_bucket_size and
+// contiguous_gradients are stage 1-2 keys with no effect here (as in
+// DeepSpeed's stage 3: it always reduce-scatters into partitions).
 //
 //   Stage3Options o{.model = &m, .comm = c, .dtype = config::DType::kBf16, .state_count = 2};
 //   ZT_ASSIGN_OR_RETURN(auto s, Stage3Strategy::create(o));
@@ -133,8 +136,6 @@ class Stage3Strategy : public ZeroStrategy, private GatherBackend {
   Status gather_full_parameters(std::span<float> out);
   const Stage3Layout& layout() const { return layout_; }
   const ParamCoordinator& coordinator() const { return coordinator_; }
-  // Reduce-scatter buckets launched from inside backward, all micro-steps.
-  int64_t hook_reduced_buckets() const { return hook_reduced_; }
 
  private:
   struct GroupBuffers {
@@ -190,7 +191,6 @@ class Stage3Strategy : public ZeroStrategy, private GatherBackend {
   BufferPool pool_;
   std::deque<PendingReduce> reduces_;
   bool hooks_installed_ = false;
-  int64_t hook_reduced_ = 0;
 };
 
 }  // namespace zerotrain::zero

@@ -187,40 +187,46 @@ TEST(Stage3, PersistentTensorsAreNotGatheredInThePasses) {
 }
 
 // Storage (stage3_strategy.h): fp32 4 (params = master) + 4 grads + 8 Adam
-// = 16 bytes an owned element; bf16 2 + 2 + 4 + 8 = 16. Persistent
-// copies and padding are the difference (well inside 5%); buffers are
-// transient staging. Offload moves the categories to the host.
-TEST(Stage3, ModelStateBytesAreSixteenPsiOverN) {
+// = 16 bytes an owned element; bf16 2 + 2 + 4 + 8 = 16; plus the whole
+// persistent copies (fp32). Padding and those copies are the difference to
+// 16Ψ/N (well inside 5%); buffers are transient staging. offload_param
+// moves the parameter partition to the host, offload_optimizer the master,
+// moments and gradient partition; fp32's one parameter/master array goes
+// with either.
+TEST(Stage3, ModelStateBytesAreSixteenPsiOverNWhereverOffloadPutsThem) {
+  const std::string opt = R"(, "offload_optimizer": {"device": "cpu", "pin_memory": true})";
+  const std::string param = R"(, "offload_param": {"device": "cpu", "pin_memory": false})";
   for (bool bf16 : {false, true})
-    for (bool offload : {false, true})
+    for (int mode = 0; mode < 4; ++mode)  // bit 0: offload_param, bit 1: offload_optimizer
       for (int n : {2, 4}) {
-        Job j = stage3_job(n, {.more = offload ? kOffloadBoth : ""});
+        if (n == 4 && (mode == 1 || mode == 2)) continue;  // the mixed modes at 2 ranks
+        const bool off_param = mode & 1, off_opt = mode & 2;
+        Job j = stage3_job(n, {.more = (off_param ? param : "") + (off_opt ? opt : "")});
         j.steps = 1;
         if (bf16) j.extra = kBf16;
         std::vector<Result> got = run(j);
-        const std::string w = what(n, std::string(bf16 ? " bf16" : " fp32") +
-                                          (offload ? " offload" : ""));
-        for (const Result& r : got) {
-          const int64_t own = r.own;
+        const std::string w = what(n, std::string(bf16 ? " bf16" : " fp32") + " param " +
+                                          std::to_string(off_param) + " opt " +
+                                          std::to_string(off_opt));
+        for (int rank = 0; rank < n; ++rank) {
+          const Result& r = got[rank];
+          const int64_t own = r.own, half = bf16 ? 2 : 4;
+          const int64_t persistent =
+              4 * Stage3Layout(make_model(1).layout(), n, rank, Z3{}.persist).persistent_numel();
+          const bool params_host = off_param || (!bf16 && off_opt);
           const ModelStateBytes& d = r.bytes;
           const ModelStateBytes& h = r.host_bytes;
-          const int64_t half = bf16 ? 2 : 4;
-          if (offload) {
-            EXPECT_EQ(h.parameters, half * own) << w;
-            EXPECT_EQ(h.gradients, half * own) << w;
-            EXPECT_EQ(h.master_weights, bf16 ? 4 * own : 0) << w;
-            EXPECT_EQ(h.optimizer_states, 8 * own) << w;
-            EXPECT_EQ(d.gradients + d.master_weights + d.optimizer_states, 0) << w;
-          } else {
-            EXPECT_EQ(h.total(), 0) << w;
-            EXPECT_EQ(d.gradients, half * own) << w;
-            EXPECT_EQ(d.master_weights, bf16 ? 4 * own : 0) << w;
-            EXPECT_EQ(d.optimizer_states, 8 * own) << w;
-          }
+          EXPECT_EQ(d.parameters, (params_host ? 0 : half * own) + persistent) << w;
+          EXPECT_EQ(h.parameters, params_host ? half * own : 0) << w;
+          EXPECT_EQ((off_opt ? h : d).gradients, half * own) << w;
+          EXPECT_EQ((off_opt ? d : h).gradients, 0) << w;
+          EXPECT_EQ((off_opt ? h : d).master_weights, bf16 ? 4 * own : 0) << w;
+          EXPECT_EQ((off_opt ? h : d).optimizer_states, 8 * own) << w;
+          EXPECT_EQ((off_opt ? d : h).optimizer_states, 0) << w;
           const double formula = 16.0 * double(r.numel) / n;
           const double states = double(d.total() - d.buffers + h.total() - h.buffers);
           EXPECT_NEAR(states, formula, 0.05 * formula) << w;
-          EXPECT_EQ(d.buffers + h.buffers > 0, true) << w;
+          EXPECT_GT(d.buffers, 0) << w << ": the gather and gradient buffers";
         }
       }
 }
