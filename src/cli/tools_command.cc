@@ -15,7 +15,7 @@ namespace zerotrain::cli {
 namespace {
 
 struct EstimateFlags {
-  std::string params, model, offload = "all", dtype = "bf16", largest_layer;
+  std::string params, model, offload = "all", dtype = "bf16", largest_layer, layout = "design";
   int64_t ranks = 1, nodes = 1;
   double abf = 1.5;
 };
@@ -49,6 +49,7 @@ StatusOr<std::string> estimate_text(const EstimateFlags& f) {
   r.additional_buffer_factor = f.abf;
   ZT_ASSIGN_OR_RETURN(r.dtype, tools::parse_train_dtype(f.dtype));
   ZT_ASSIGN_OR_RETURN(r.offload, tools::parse_offload_filter(f.offload));
+  ZT_ASSIGN_OR_RETURN(r.layout, tools::parse_storage_layout(f.layout));
   return tools::format_estimate(r);
 }
 
@@ -66,6 +67,10 @@ Runner add_estimate(CLI::App& app) {
   cmd->add_option("--offload", f->offload, "rows to show: cpu (offload), none, all")
       ->capture_default_str();
   cmd->add_option("--dtype", f->dtype, "training dtype: bf16, fp16, fp32")->capture_default_str();
+  cmd->add_option("--layout", f->layout,
+                  "zerotrain's storage: design (DESIGN.md's 16-bit target) or engine (what the "
+                  "engine allocates today)")
+      ->capture_default_str();
   cmd->add_option("--additional-buffer-factor,--additional_buffer_factor", f->abf,
                   "DeepSpeed estimator's CPU buffer factor")
       ->capture_default_str();

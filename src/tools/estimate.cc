@@ -3,8 +3,10 @@
 #include "tools/estimate.h"
 
 #include <algorithm>
+#include <utility>
 
 #include "model/param_layout.h"
+#include "zero/stage3_layout.h"
 
 namespace zerotrain::tools {
 
@@ -32,6 +34,16 @@ StateBytes state_bytes(TrainDtype dtype) {
   return StateBytes{.param = 2, .grad = 2, .optimizer = 12};
 }
 
+StatusOr<StorageLayout> parse_storage_layout(std::string_view name) {
+  if (name == "design") return StorageLayout::kDesign;
+  if (name == "engine") return StorageLayout::kEngine;
+  return invalid_argument("layout: expected design or engine, got '" + std::string(name) + "'");
+}
+
+const char* storage_layout_name(StorageLayout layout) {
+  return layout == StorageLayout::kEngine ? "engine" : "design";
+}
+
 int64_t partition_numel(int64_t numel, int64_t world) {
   ZT_CHECK(numel >= 0 && world >= 1, "partition_numel(", numel, ", ", world, ")");
   return (numel + world - 1) / world;
@@ -55,19 +67,41 @@ Status validate_setup(const ZeroSetup& s, int stage, bool offload) {
   return ok_status();
 }
 
+// StorageLayout::kEngine for stages 0-2 (see estimate.h): {device, host}
+// bytes of one rank.
+std::pair<int64_t, int64_t> engine_stage012(const ZeroSetup& s, int stage, bool offload) {
+  const int64_t full = s.params;
+  const int64_t part = partition_numel(s.params, s.world_size);
+  const int64_t master = s.dtype == TrainDtype::kFp32 ? 0 : 4;
+  if (offload)  // master + Adam + fp32 gradient partition on the host
+    return {4 * full + (stage == 1 ? 4 * full : 0), (4 + 8 + 4) * part};
+  const int64_t grad_n = stage == 2 ? part : full;
+  const int64_t opt_n = stage >= 1 ? part : full;
+  return {4 * full + 4 * grad_n + (master + 8) * opt_n, 0};
+}
+
 }  // namespace
 
 StatusOr<MemoryEstimate> zerotrain_model_states(const ZeroSetup& s, int stage, bool offload) {
   ZT_RETURN_IF_ERROR(validate_setup(s, stage, offload));
-  const StateBytes b = state_bytes(s.dtype);
   const int64_t full = s.params;
   const int64_t part = partition_numel(s.params, s.world_size);
+  if (s.layout == StorageLayout::kEngine && (stage < 3 || offload)) {
+    // Stage 3 with offload: everything (16·P) on the host.
+    auto [device, host] = stage < 3 ? engine_stage012(s, stage, offload)
+                                    : std::pair<int64_t, int64_t>{0, 16 * part};
+    if (stage == 3) device += 4 * s.stage3_persistent_numel;
+    return MemoryEstimate{
+        .device_bytes = device, .host_bytes = host * s.ranks_per_node, .host_bytes_per_rank = host};
+  }
+  const StateBytes b = state_bytes(s.dtype);
   // Elements each state keeps on a rank: whole (full) or one partition.
   const int64_t param_n = stage == 3 ? part : full;
   const int64_t grad_n = stage >= 2 ? part : full;
   const int64_t opt_n = stage >= 1 ? part : full;
 
   int64_t device = b.param * param_n + b.grad * grad_n + b.optimizer * opt_n;
+  if (stage == 3 && s.layout == StorageLayout::kEngine) device += 4 * s.stage3_persistent_numel;
   int64_t host = 0;
   if (offload) {
     host = b.optimizer * opt_n;
@@ -125,8 +159,11 @@ MemoryEstimate deepspeed_zero3_estimate(const DeepSpeedSetup& s, bool offload_op
   return ds_result(cpu, ll + py_int(18 * p / static_cast<double>(gpus)), s.gpus_per_node);
 }
 
-ModelCounts model_counts(const model::GptConfig& cfg) {
+ModelCounts model_counts(const model::GptConfig& cfg, int64_t stage3_persistence_threshold) {
   ModelCounts c;
+  c.stage3_persistent_numel =
+      zero::Stage3Layout(model::ParamLayout(cfg), 1, 0, stage3_persistence_threshold)
+          .persistent_numel();
   c.hf_params = model::parameter_count(cfg);
   c.stored_params = model::padded_parameter_count(cfg);
   const model::ParamLayout layout(cfg);

@@ -53,31 +53,58 @@ StateBytes state_bytes(TrainDtype dtype);
 // the flat buffer is padded to a multiple of world, so ceil(numel / world).
 int64_t partition_numel(int64_t numel, int64_t world);
 
+// Which storage the formulas count.
+enum class StorageLayout {
+  // DESIGN.md / the ZeRO paper: 16-bit params and grads (StateBytes above).
+  kDesign,
+  // What zerotrain's engine allocates today (engine::MemoryReport without
+  // buffers and activations). Stages 0-2 keep bf16/fp16 values in fp32
+  // storage: 4 params + 4 grads + 4 fp32 master (16-bit only) + 8 Adam, the
+  // grads a partition at stage 2; offload_optimizer moves the master (a
+  // copy also for fp32), Adam and the fp32 gradient partition, 16·P, to the
+  // host. Stage 3 stores the design layout (its fp32 params are the
+  // master); its offload row is offload_param + offload_optimizer, which
+  // moves all 16·P to the host; its persistent whole tensors (4 bytes each)
+// stay on the device either way.
+  kEngine,
+};
+// "design", "engine"; InvalidArgument otherwise.
+StatusOr<StorageLayout> parse_storage_layout(std::string_view name);
+const char* storage_layout_name(StorageLayout layout);
+
 struct ZeroSetup {
   int64_t params = 0;          // Ψ, elements of the flat parameter buffer
   int64_t world_size = 1;      // N, data-parallel ranks (all nodes)
   int64_t ranks_per_node = 1;  // for the per-node host total
   TrainDtype dtype = TrainDtype::kBf16;
+  StorageLayout layout = StorageLayout::kDesign;
+  // Stage 3, layout kEngine: elements of the tensors under
+  // stage3_param_persistence_threshold, which every rank also keeps whole
+  // in fp32 storage on the device (ModelCounts::stage3_persistent_numel).
+  int64_t stage3_persistent_numel = 0;
 };
 
-// zerotrain's model-state bytes, stage 0..3, with P = ceil(Ψ/N) and the
-// StateBytes (p, g, o) of the dtype (16-bit: 2, 2, 12):
+// zerotrain's model-state bytes, stage 0..3, with P = ceil(Ψ/N). Layout
+// kDesign, with the StateBytes (p, g, o) of the dtype (16-bit: 2, 2, 12):
 //   stage 0: (p+g+o)Ψ               stage 1: (p+g)Ψ + o·P
 //   stage 2: pΨ + (g+o)·P           stage 3: (p+g+o)·P
 // offload moves the optimizer share o·P to host memory, and at stage 3 the
 // parameter partition p·P too (the device keeps the gradient partition).
+// Layout kEngine: as described at StorageLayout (16-bit stage 0: 20Ψ).
 // Host bytes are 0 without offload (model states only). InvalidArgument for
 // a stage outside 0..3, params < 1, world/ranks < 1, ranks_per_node not
 // dividing world_size, or offload at stage 0 (offload needs stage >= 1, as
 // in DeepSpeed).
 //
-// The engine must agree within 5%; its check is one call per configuration
-// (engine::MemoryReport counts Ψ as the flat buffer, as here):
+// The engine must agree within 5% (tests/tools/engine_agreement_test.cc);
+// its check is one call per configuration (engine::MemoryReport counts Ψ as
+// the flat buffer, as here; buffers are not model states):
 //   engine::MemoryReport r = engine.memory();
 //   MemoryEstimate e = *zerotrain_model_states(
-//       {.params = r.numel, .world_size = N, .dtype = d}, stage, offload);
-//   EXPECT_NEAR(r.model_states.total(), e.device_bytes + e.host_bytes_per_rank,
-//               0.05 * (e.device_bytes + e.host_bytes_per_rank));
+//       {.params = r.numel, .world_size = N, .dtype = d, .layout = StorageLayout::kEngine},
+//       stage, offload);
+//   r.model_states.total() - r.model_states.buffers   ~ e.device_bytes
+//   r.host_model_states.total()                       ~ e.host_bytes_per_rank
 StatusOr<MemoryEstimate> zerotrain_model_states(const ZeroSetup& setup, int stage, bool offload);
 
 // DeepSpeed's estimator inputs (reference §3.5). Its formulas assume 16-bit
@@ -113,7 +140,14 @@ struct ModelCounts {
   std::string ds_largest_layer_name;
   int64_t largest_group = 0;  // our largest gather unit (a ParamLayout group)
   std::string largest_group_name;
+  // Stage 3 keeps tensors under the persistence threshold whole on every
+  // rank: their elements (alignment gaps included), as zero::Stage3Layout
+  // counts them.
+  int64_t stage3_persistent_numel = 0;
 };
-ModelCounts model_counts(const model::GptConfig& cfg);
+// stage3_persistence_threshold: zero_optimization.stage3_param_persistence_threshold.
+inline constexpr int64_t kDefaultPersistenceThreshold = 100'000;  // DeepSpeed's default
+ModelCounts model_counts(const model::GptConfig& cfg,
+                         int64_t stage3_persistence_threshold = kDefaultPersistenceThreshold);
 
 }  // namespace zerotrain::tools

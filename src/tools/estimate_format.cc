@@ -23,6 +23,7 @@ EstimateRequest request_for_model(const std::string& name, const ModelCounts& c)
   r.ds_largest_layer_name = c.ds_largest_layer_name;
   r.largest_group = c.largest_group;
   r.largest_group_name = c.largest_group_name;
+  r.stage3_persistent_numel = c.stage3_persistent_numel;
   return r;
 }
 
@@ -75,14 +76,33 @@ std::string hw_line(const EstimateRequest& r) {
   return o.str();
 }
 
-std::string zerotrain_table(const EstimateRequest& r) {
+// The formulas lines of each layout.
+std::string layout_lines(const EstimateRequest& r) {
   const StateBytes b = state_bytes(r.dtype);
-  const ZeroSetup s{.params = r.params,
-                    .world_size = r.nodes * r.ranks_per_node,
-                    .ranks_per_node = r.ranks_per_node,
-                    .dtype = r.dtype};
   std::ostringstream o;
-  o << "== zerotrain accounting (what the engine reports) ==\n"
+  if (r.layout == StorageLayout::kEngine) {
+    const bool half = r.dtype != TrainDtype::kFp32;
+    o << "== zerotrain, layout engine: what the engine allocates and reports today "
+         "(--layout design: DESIGN.md's 16-bit target) ==\n"
+      << train_dtype_name(r.dtype) << " training, stages 0-2: 4 params + 4 grads"
+      << (half ? " + 4 fp32 master" : "") << " + 8 Adam m, v"
+      << (half ? " (bf16/fp16 values kept in fp32 storage)" : "") << "\n"
+      << "stage 0: " << (half ? 20 : 16) << "Psi; 1: 8Psi + " << (half ? 12 : 8)
+      << "Psi/N; 2: 4Psi + " << (half ? 16 : 12)
+      << "Psi/N; offload (1, 2): host 16Psi/N (master, Adam, fp32 grads), "
+      << "device 8Psi (stage 1) or 4Psi (stage 2)\n"
+      << "stage 3: " << b.total() << "Psi/N (" << b.param << " params + " << b.grad << " grads + "
+      << b.optimizer << (half ? " master, Adam" : " Adam; the fp32 params are the master")
+      << "); offload (param + optimizer): all 16Psi/N on the host\n";
+    if (r.stage3_persistent_numel > 0)
+      o << "stage 3 also keeps " << format_count(r.stage3_persistent_numel)
+        << " elements whole on every rank (tensors under stage3_param_persistence_threshold "
+        << kDefaultPersistenceThreshold << ", fp32): + "
+        << format_count(4 * r.stage3_persistent_numel) << " bytes per GPU, counted below\n";
+    return o.str();
+  }
+  o << "== zerotrain, layout design: DESIGN.md's storage (stage 3 and fp32 store this; "
+       "--layout engine: what stages 0-2 allocate today) ==\n"
     << train_dtype_name(r.dtype) << " training: " << b.total() << " B/param = " << b.param
     << " params + " << b.grad << " grads + " << b.optimizer
     << (r.dtype == TrainDtype::kFp32 ? " Adam m, v (fp32 params are the master; no 16-bit copy)"
@@ -91,8 +111,20 @@ std::string zerotrain_table(const EstimateRequest& r) {
     << "stage 0: " << b.total() << "Psi; 1: " << b.param + b.grad << "Psi + " << b.optimizer
     << "Psi/N; 2: " << b.param << "Psi + " << b.grad + b.optimizer << "Psi/N; 3: " << b.total()
     << "Psi/N; offload moves the " << b.optimizer
-    << "Psi/N optimizer share (stage 3: and the params) to host\n"
-    << "Psi = " << format_count(r.params) << ", N = " << s.world_size
+    << "Psi/N optimizer share (stage 3: and the params) to host\n";
+  return o.str();
+}
+
+std::string zerotrain_table(const EstimateRequest& r) {
+  const StateBytes b = state_bytes(r.dtype);
+  const ZeroSetup s{.params = r.params,
+                    .world_size = r.nodes * r.ranks_per_node,
+                    .ranks_per_node = r.ranks_per_node,
+                    .dtype = r.dtype,
+                    .layout = r.layout,
+                    .stage3_persistent_numel = r.stage3_persistent_numel};
+  std::ostringstream o;
+  o << layout_lines(r) << "Psi = " << format_count(r.params) << ", N = " << s.world_size
     << ", partitions ceil(Psi/N) = " << format_count(partition_numel(r.params, s.world_size))
     << " elements\n"
     << hw_line(r) << "  per CPU = host memory per node, per GPU = device memory per rank\n"

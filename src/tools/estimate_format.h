@@ -32,6 +32,8 @@ struct EstimateRequest {
   int64_t ranks_per_node = 1;
   int64_t nodes = 1;
   TrainDtype dtype = TrainDtype::kBf16;
+  StorageLayout layout = StorageLayout::kDesign;  // which storage zerotrain's table counts
+  int64_t stage3_persistent_numel = 0;  // layout engine, stage 3 (ModelCounts; 0 = unknown)
   double additional_buffer_factor = 1.5;
   OffloadFilter offload = OffloadFilter::kAll;
 };

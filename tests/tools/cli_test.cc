@@ -39,6 +39,21 @@ TEST(ToolsCli, EstimatePaperExampleRows) {
       << l.out;
 }
 
+TEST(ToolsCli, EstimateSaysWhichLayoutItPrints) {
+  ProcessResult d = run_process({ZT_BIN, "estimate", "--model", "gpt2-tiny", "--offload", "none"}, 30s);
+  ASSERT_EQ(d.exit_code, 0) << d.err;
+  EXPECT_NE(d.out.find("layout design: DESIGN.md's storage"), std::string::npos) << d.out;
+  ProcessResult e = run_process(
+      {ZT_BIN, "estimate", "--model", "gpt2-tiny", "--layout", "engine", "--offload", "none"}, 30s);
+  ASSERT_EQ(e.exit_code, 0) << e.err;
+  EXPECT_NE(e.out.find("layout engine: what the engine allocates"), std::string::npos) << e.out;
+  EXPECT_NE(e.out.find("stage 0: 20Psi"), std::string::npos) << "bf16 in fp32 storage";
+  ProcessResult bad = run_process({ZT_BIN, "estimate", "--model", "gpt2", "--layout", "x"}, 30s);
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.err.find("layout: expected design or engine, got 'x'"), std::string::npos)
+      << bad.err;
+}
+
 TEST(ToolsCli, EstimateErrorsExitTwo) {
   ProcessResult bad = run_process({ZT_BIN, "estimate", "--params", "0"}, 30s);
   EXPECT_EQ(bad.exit_code, 2);

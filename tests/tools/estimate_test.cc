@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <utility>
+
 #include "model/gpt_config.h"
 #include "tools/estimate_format.h"
 
@@ -71,6 +73,38 @@ TEST(ZerotrainEstimate, Fp32TrainingUses4Plus4Plus8BytesWithoutMaster) {
   const MemoryEstimate off = zt(1000, 4, 1, true, TrainDtype::kFp32);
   EXPECT_EQ(off.device_bytes, 8 * 1000);
   EXPECT_EQ(off.host_bytes, 8 * 250);
+}
+
+// StorageLayout::kEngine by hand, Ψ = 1000, N = 4, P = 250.
+TEST(ZerotrainEstimate, EngineLayoutCountsWhatStages0To2AllocateToday) {
+  auto eng = [](int stage, bool offload, TrainDtype d, int64_t persistent = 0) {
+    StatusOr<MemoryEstimate> m = zerotrain_model_states(
+        {.params = 1000, .world_size = 4, .dtype = d, .layout = StorageLayout::kEngine,
+         .stage3_persistent_numel = persistent},
+        stage, offload);
+    EXPECT_TRUE(m.ok());
+    return std::pair{m->device_bytes, m->host_bytes_per_rank};
+  };
+  using P = std::pair<int64_t, int64_t>;
+  const TrainDtype bf16 = TrainDtype::kBf16, fp32 = TrainDtype::kFp32;
+  EXPECT_EQ(eng(0, false, bf16), P(20 * 1000, 0));  // 4 + 4 + 4 master + 8
+  EXPECT_EQ(eng(0, false, fp32), P(16 * 1000, 0));
+  EXPECT_EQ(eng(1, false, bf16), P(8 * 1000 + 12 * 250, 0));
+  EXPECT_EQ(eng(1, false, fp32), P(8 * 1000 + 8 * 250, 0));
+  EXPECT_EQ(eng(2, false, bf16), P(4 * 1000 + 16 * 250, 0));
+  EXPECT_EQ(eng(2, false, fp32), P(4 * 1000 + 12 * 250, 0));
+  // Offload: master (a copy for fp32 too), Adam and fp32 grads on the host.
+  for (TrainDtype d : {bf16, fp32}) {
+    EXPECT_EQ(eng(1, true, d), P(8 * 1000, 16 * 250));
+    EXPECT_EQ(eng(2, true, d), P(4 * 1000, 16 * 250));
+    EXPECT_EQ(eng(3, true, d, 40), P(4 * 40, 16 * 250));  // persistent copies stay
+    EXPECT_EQ(eng(3, false, d, 40), P(16 * 250 + 4 * 40, 0));
+  }
+  EXPECT_EQ(*parse_storage_layout("engine"), StorageLayout::kEngine);
+  EXPECT_FALSE(parse_storage_layout("gpu").ok());
+  // gpt2-tiny keeps its biases, layer norms and wpe whole at stage 3.
+  EXPECT_GT(model_counts(*model::preset("gpt2-tiny")).stage3_persistent_numel, 0);
+  EXPECT_EQ(model_counts(*model::preset("gpt2-tiny"), 1).stage3_persistent_numel, 0);
 }
 
 TEST(ZerotrainEstimate, InvalidSetupsNameTheProblem) {
