@@ -4,7 +4,7 @@ BUILD ?= build
 BUILD_TYPE ?= Release
 JOBS ?= $(shell nproc)
 
-.PHONY: all deps configure build run test bench bench-peer clean
+.PHONY: all deps configure build run test bench bench-zero bench-peer clean
 
 all: build
 
@@ -29,6 +29,11 @@ test: build
 # writes bench/RESULTS.md.
 bench: build
 	@scripts/bench.sh $(BUILD)
+
+# Only the ZeRO bench (stages x offload x overlap_comm at 2 ranks, ~3 min):
+# replaces its section of bench/RESULTS.md.
+bench-zero: build
+	@scripts/bench_zero.sh $(BUILD)
 
 # zerotrain against PyTorch (issue #6): installs Debian's python3-torch if
 # missing (bench/peer/install.sh), runs bench/compare (~15 min; QUICK=1 for

@@ -10,13 +10,16 @@
 #   4. zt_adamw_bench    fused AdamW step vs triad (5 repetitions)
 #   5. zt_comm_bench     allreduce / reduce_scatter / allgather under
 #                        `zerotrain run --num_gpus 2`
+#   6. scripts/bench_zero.sh  ZeRO stages x offload x overlap_comm at 2 ranks
+#                        (zt_zero_bench, one process a case; ~3 min), its own
+#                        marked section, appended after the report is written
 # Threads: one process uses every core; the 2-rank runs use cores/2
 # threads a rank. The train bench runs right after the probe, so the peaks
 # its MFU divides by were measured under about the same load. Raw JSON and
 # console logs stay in BUILD_DIR/bench-results.
 # A failing step is reported and leaves its section empty; the exit status
 # is then 1. ZT_BENCH_NOTE, if set, is printed at the top of the report.
-# About 4-6 minutes on 2 cores (the train bench ~1.5-2 of them under load).
+# About 7-9 minutes on 2 cores (the train bench ~1.5-2 of them, the ZeRO bench ~3).
 set -uo pipefail
 
 build=${1:-build}
@@ -27,7 +30,7 @@ cores=$(nproc)
 comm_threads=$(( cores / ranks > 0 ? cores / ranks : 1 ))
 
 for b in zt_probe zt_train_bench zt_kernels_bench zt_adamw_bench zt_comm_bench zt_bench_report \
-  zerotrain; do
+  zt_zero_bench zerotrain; do
   if [ ! -x "$bin/$b" ]; then
     echo "bench.sh: $bin/$b is missing; build first (make build, or make bench)" >&2
     exit 2
@@ -115,6 +118,11 @@ if ! "$bin/zt_bench_report" --dir "$out" --out "$results"; then
 fi
 if [ -n "$peer_section" ]; then
   printf '\n%s\n' "$peer_section" >> "$results"
+fi
+# The ZeRO section (bench_zero.sh) is re-measured and appended.
+if ! scripts/bench_zero.sh "$build" "$results"; then
+  echo "bench.sh: scripts/bench_zero.sh failed (log: $out/zero.txt)" >&2
+  status=1
 fi
 echo "== wrote $results ($((SECONDS - begin)) s; raw JSON in $out)"
 exit $status
