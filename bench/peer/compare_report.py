@@ -32,12 +32,14 @@ def peak(r):
 
 
 def ratios(p):
-    """(speed ratio, rss ratio), None where a side has no number."""
+    """(median speed ratio, best-step speed ratio, rss ratio), None where a side has none."""
     if p.ours.status != "ok" or p.peer is None or p.peer.status != "ok":
-        return None, None
+        return None, None, None
     speed = p.ours.tokens_per_s / p.peer.tokens_per_s if p.peer.tokens_per_s else None
+    best = p.ours.tokens_per_s_best / p.peer.tokens_per_s_best if p.peer.tokens_per_s_best \
+        else None
     po, pp = peak(p.ours), peak(p.peer)
-    return speed, (po / pp if po and pp else None)
+    return speed, best, (po / pp if po and pp else None)
 
 
 def verdict(value, target, at_least):
@@ -48,24 +50,28 @@ def verdict(value, target, at_least):
 
 
 def _cells(p):
-    speed, rss = ratios(p)
+    speed, best, rss = ratios(p)
     ours = p.ours
     if ours.status != "ok":
         what = "refused" if ours.status == "refused" else "FAILED"
-        return [p.row.label, f"{what}: {ours.reason}", p.row.peer_mode, "", "", "", "", "", ""]
+        return [p.row.label, f"{what}: {ours.reason}", p.row.peer_mode] + [""] * 7
     peer = p.peer
-    peer_tps = f"{peer.tokens_per_s:,.0f}" if peer and peer.status == "ok" else \
+    ok = peer is not None and peer.status == "ok"
+    peer_tps = f"{peer.tokens_per_s:,.0f} ({peer.tokens_per_s_best:,.0f})" if ok else \
         f"FAILED: {peer.reason}" if peer else ""
     target = SPEED_TARGET[p.row.bf16]
-    return [p.row.label, f"{ours.tokens_per_s:,.0f}", p.row.peer_mode, peer_tps,
+    return [p.row.label, f"{ours.tokens_per_s:,.0f} ({ours.tokens_per_s_best:,.0f})",
+            p.row.peer_mode, peer_tps,
             f"{speed:.2f}x ({verdict(speed, target, True)} >= {target})" if speed else "n/a",
+            f"{best:.2f}x" if best else "n/a",
             f"{peak(ours):,.0f}" if peak(ours) else "n/a",
             f"{peak(peer):,.0f}" if peak(peer) else "n/a",
             f"{rss:.2f} ({verdict(rss, RSS_TARGET, False)} <= 0.33)" if rss else "n/a",
             f"{ours.load_before:.1f} / {peer.load_before:.1f}" if peer else ""]
 
 
-HEAD = ["zerotrain config", "ours tokens/s", "peer mode", "peer tokens/s", "tokens/s ours/theirs",
+HEAD = ["zerotrain config", "ours tokens/s (best step)", "peer mode", "peer tokens/s (best step)",
+        "tokens/s ours/theirs", "best step ours/theirs",
         "ours peak RSS/rank MiB", "peer peak RSS/rank MiB", "RSS ours/theirs",
         "load at start (ours / peer)"]
 
@@ -98,7 +104,8 @@ def markdown_section(facts, check, blocks, extra_rows):
            "token shards in the same order, micro-batch 8 x 256 tokens per rank, AdamW "
            "(lr 2e-3, betas 0.9/0.95, eps 1e-8, weight decay 0.01), clipping 1.0, WarmupLR "
            "(linear, 10 steps). tokens/s = global tokens a step / median step time after the "
-           "warm-up steps; peak RSS = each rank's high-water mark (ru_maxrss / VmHWM), the "
+           "warm-up steps (in brackets: at the fastest timed step, what a quiet moment of a "
+           "shared machine gave; its ratio is the steadier one under load); peak RSS = each rank's high-water mark (ru_maxrss / VmHWM), the "
            "largest rank shown. Each ratio divides two runs made next to each other "
            "(the sides alternate). Targets (issue #6): fp32 >= 1.6x DDP fp32, bf16 >= 2x bf16 "
            "autocast, peak RSS <= 1/3; they are bench targets, not tests.", ""]

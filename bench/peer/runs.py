@@ -50,7 +50,8 @@ class Result:
     threads: int
     status: str = "failed"  # "ok", "refused" (a config it does not accept), "failed"
     reason: str = ""
-    tokens_per_s: float = 0.0
+    tokens_per_s: float = 0.0  # at the median timed step
+    tokens_per_s_best: float = 0.0  # at the fastest timed step
     step_ms_median: float = 0.0
     peak_rss_mib: list = field(default_factory=list)  # per rank
     losses: list = field(default_factory=list)
@@ -171,7 +172,9 @@ def run_ours(ctx, row, layout, env, steps=None, init=None, tag=""):
         r.reason = f"no step lines in the output (log: {r.log})"
         return r
     r.step_ms_median = statistics.median(timed)
-    r.tokens_per_s = HYPER["micro_batch"] * HYPER["seq_len"] * procs / (r.step_ms_median / 1e3)
+    tokens = HYPER["micro_batch"] * HYPER["seq_len"] * procs
+    r.tokens_per_s = tokens / (r.step_ms_median / 1e3)
+    r.tokens_per_s_best = tokens / (min(timed) / 1e3)
     r.status = "ok"
     return r
 
@@ -213,5 +216,6 @@ def run_peer(ctx, mode, layout, env, steps=None, write_init=None, zt_init=False,
         return r
     r.status = "ok"
     r.tokens_per_s, r.step_ms_median = doc["tokens_per_s"], doc["step_ms_median"]
+    r.tokens_per_s_best = doc["tokens_per_s_best"]
     r.peak_rss_mib, r.losses = doc["peak_rss_mib"], doc["losses"]
     return r
