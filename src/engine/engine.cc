@@ -89,8 +89,10 @@ Status Engine::backward() {
   backward_pending_ = false;
   const double dloss = scaler_->loss_scale() / static_cast<double>(gas_);
   const auto t0 = Clock::now();
+  const bool boundary = is_gradient_accumulation_boundary();
+  strategy_->before_backward(boundary);
   ZT_RETURN_IF_ERROR(model_->backward(static_cast<float>(dloss)));
-  Status s = strategy_->after_backward(is_gradient_accumulation_boundary());
+  Status s = strategy_->after_backward(boundary);
   times_.backward += seconds_since(t0);
   return s;
 }

@@ -2,6 +2,7 @@
 // bucket (see sharded_strategy.h).
 #include <algorithm>
 #include <cstring>
+#include <utility>
 
 #include "optim/grad_utils.h"
 #include "zero/sharded_strategy.h"
@@ -54,7 +55,12 @@ void ShardedStrategy::reset_micro_step() {
   next_final_group_ = options_.model->num_groups() - 1;
 }
 
+void ShardedStrategy::before_backward(bool boundary) {
+  reducing_pass_ = options_.stage == 2 || boundary;
+}
+
 Status ShardedStrategy::on_group_final(int group) {
+  if (!reducing_pass_) return Status();  // stage 1 before the boundary: accumulate only
   if (group != next_final_group_) {
     next_final_group_ = -2;  // out of the expected order: flush at the end
     return Status();
@@ -128,8 +134,20 @@ Status ShardedStrategy::allreduce_buckets() {
   return Status();
 }
 
-Status ShardedStrategy::after_backward(bool /*boundary*/) {
-  if (options_.stage == 1) return Status();
+Status ShardedStrategy::after_backward(bool boundary) {
+  reducing_pass_ = options_.stage == 2;  // until before_backward says otherwise
+  if (options_.stage == 1) {
+    // The boundary's backward launched the buckets that became final; the
+    // rest go now and all land before the engine reads the gradients.
+    if (boundary && options_.reduce_scatter) {
+      for (; pending_cols_ > 0; --pending_cols_)
+        ZT_RETURN_IF_ERROR(reduce_column(reduce_cols_[pending_cols_ - 1]));
+      ZT_RETURN_IF_ERROR(pipe_.drain());
+      reduced_in_backward_ = true;
+    }
+    reset_micro_step();
+    return Status();
+  }
   if (options_.reduce_scatter) {
     // Buckets the hooks did not launch (all of them without hooks), top
     // down; then every bucket in flight must land before the model's
@@ -147,6 +165,7 @@ Status ShardedStrategy::after_backward(bool /*boundary*/) {
 
 Status ShardedStrategy::reduce_gradients() {
   if (options_.stage == 2) return Status();  // reduced every micro-step
+  if (std::exchange(reduced_in_backward_, false)) return Status();  // stage 1, in the hooks
   if (!options_.reduce_scatter) return allreduce_buckets();
   for (const Range& col : reduce_cols_) ZT_RETURN_IF_ERROR(reduce_column(col));
   return pipe_.drain();

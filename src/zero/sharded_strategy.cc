@@ -137,7 +137,8 @@ StatusOr<std::unique_ptr<ShardedStrategy>> ShardedStrategy::create(const Sharded
   const int slots = o.overlap_comm && columns > 1 ? 2 : 1;
   ZT_ASSIGN_OR_RETURN(s->pipe_, BucketPipeline::create(staging, slots));
   s->reset_micro_step();
-  if (o.stage == 2) s->install_hooks();
+  s->reducing_pass_ = o.stage == 2;
+  s->install_hooks();
   return s;
 }
 
@@ -190,6 +191,7 @@ Status ShardedStrategy::broadcast_shards() {
 
 void ShardedStrategy::zero_gradients() {
   options_.model->zero_gradients();
+  reduced_in_backward_ = false;
   if (separate_grads_) std::fill(owned_grads_.begin(), owned_grads_.end(), 0.0f);
 }
 

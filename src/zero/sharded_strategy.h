@@ -3,9 +3,12 @@
 // (padded to N·P, see partition.h); rank r owns shard r and keeps the fp32
 // master weights (bf16/fp16; for fp32 the model's own slice IS the master)
 // and the optimizer states for its real elements only.
-//   stage 1: gradients accumulate in the model's full buffer; at the
-//            boundary they are reduce-scattered in reduce_bucket_size
-//            column buckets into the own slice of that buffer.
+//   stage 1: gradients accumulate in the model's full buffer; in the
+//            boundary micro-step's backward they are reduce-scattered in
+//            reduce_bucket_size column buckets into the own slice of that
+//            buffer, each bucket from the hooks once its groups are final
+//            (as DeepSpeed's stage 1 does on the boundary), the rest at
+//            after_backward.
 //   stage 2: every micro-step's gradients are reduce-scattered as backward
 //            finalizes them (the model's after_backward(g) hook flushes
 //            every bucket whose pieces all lie in finalized groups) and
@@ -20,10 +23,10 @@
 // staging slots (bucket_pipeline.h); stage 2's buckets, launched from the
 // backward hooks, run on the Communicator's thread while backward goes on
 // and are awaited before the next micro-step's reduction can reuse their
-// slot and at the end of after_backward; stage 1 fills (copies, rounds)
-// one bucket while the previous one is on the wire. Same floats, same
-// bytes as inline. reduce_scatter false and allgather_partitions false stay
-// inline.
+// slot and at the end of after_backward (stage 1: the boundary micro-step's
+// buckets the same way); the all-gathers fill (round) one bucket while the
+// previous one is on the wire. Same floats, same bytes as inline.
+// reduce_scatter false and allgather_partitions false stay inline.
 // offload_optimizer (device cpu): the fp32 master partition (a separate
 // copy also for fp32), the optimizer states and the fp32 gradient
 // partition the optimizer reads live in HostBuffers (pinned if
@@ -44,7 +47,7 @@
 //   ZT_ASSIGN_OR_RETURN(auto s, ShardedStrategy::create(o));
 //
 // create() broadcasts rank 0's weights first (as stage 0) and installs the
-// model's hooks in stage 2 (replacing any). Thread-safety: as ZeroStrategy.
+// model's hooks (replacing any) when reduce_scatter is on. Thread-safety: as ZeroStrategy.
 #pragma once
 
 #include <memory>
@@ -87,6 +90,7 @@ class ShardedStrategy : public ZeroStrategy {
   ~ShardedStrategy() override;  // removes the hooks it installed
 
   int stage() const override { return options_.stage; }
+  void before_backward(bool boundary) override;
   Status after_backward(bool boundary) override;
   Status reduce_gradients() override;
   bool gradients_partitioned() const override { return true; }
@@ -101,7 +105,8 @@ class ShardedStrategy : public ZeroStrategy {
   Range own_range() const { return own_; }
   std::vector<Range> owned_ranges() const override { return {own_}; }
   int64_t shard() const { return shard_; }
-  // Stage 2: buckets reduced from inside the backward's hooks, all micro-steps.
+  // Buckets reduced from inside the backward's hooks, all micro-steps
+  // (stage 1: boundary micro-steps only).
   int64_t hook_flushed_columns() const { return hook_flushed_; }
 
  private:
@@ -134,11 +139,13 @@ class ShardedStrategy : public ZeroStrategy {
   bool separate_master_ = false, separate_grads_ = false;
   std::vector<std::span<float>> state_spans_;
   std::vector<Range> reduce_cols_, gather_cols_;
-  // Stage 2, this micro-step: columns [0, pending_cols_) not yet reduced;
+  // This micro-step: columns [0, pending_cols_) not yet reduced;
   // the next group expected final (backward runs L+1 .. 0).
   size_t pending_cols_ = 0;
   int next_final_group_ = -1;
   bool hooks_installed_ = false;
+  bool reducing_pass_ = false;        // this backward's hooks reduce (stage 2, stage 1 boundary)
+  bool reduced_in_backward_ = false;  // stage 1: this boundary's reduction is done
   int64_t hook_flushed_ = 0;
 };
 

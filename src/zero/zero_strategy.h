@@ -54,6 +54,10 @@ class ZeroStrategy {
   virtual ~ZeroStrategy() = default;
 
   virtual int stage() const = 0;
+  // Before each micro-step's backward: whether it is the boundary's (the
+  // one whose gradients are reduced; stage 1 reduces from the backward
+  // hooks then). Default: nothing.
+  virtual void before_backward(bool /*boundary*/) {}
   // After each micro-step's backward (stage 2 reduces here every micro-step).
   virtual Status after_backward(bool boundary) = 0;
   // At the boundary: owned_gradients() become the gradients combined over
