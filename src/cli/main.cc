@@ -31,6 +31,7 @@ int main(int argc, char** argv) {
   add(&zerotrain::cli::add_config_command);
   add(&zerotrain::cli::add_train_command);
   add(&zerotrain::cli::add_data_command);
+  add(&zerotrain::cli::add_checkpoint_command);
   add(&zerotrain::cli::add_tools_commands);
 
   // `zerotrain run [flags] -- PROG ARGS`: CLI11 hands what follows `--` to the

@@ -104,6 +104,17 @@ Runner add_train_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--corpus-bytes", f->o.corpus_bytes, "size of the generated corpus")
       ->capture_default_str();
+  cmd->add_option("--save", f->o.save_dir,
+                  "save checkpoints into DIR (tag global_step<N>; DIR/latest names the newest)");
+  cmd->add_option("--save-interval", f->o.save_interval,
+                  "save every N steps (default 0: only after the last step)");
+  cmd->add_option("--load", f->o.load_dir,
+                  "resume from the checkpoint DIR/latest names (any world size and stage)");
+  cmd->add_option("--load-tag", f->o.load_tag, "resume from DIR/TAG instead of DIR/latest");
+  cmd->add_option("--init", f->o.init_weights,
+                  "initial weights from a safetensors file (HF GPT-2 names, e.g. an export)");
+  cmd->add_option("--metrics", f->o.metrics_file,
+                  "append one JSON line a step (step, exact loss, lr, loss scale, grad norm)");
   cmd->add_flag("--print-default-config", f->print_default_config,
                 "print the embedded ds_config and exit");
   return [cmd, f]() { return run_train(cmd, *f); };

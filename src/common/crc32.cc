@@ -1,12 +1,12 @@
 // CRC-32, slicing-by-8: eight 256-entry tables let the loop consume eight
 // bytes per step (about 1 GB/s here), so checking a large shard on open
 // costs little next to reading it.
-#include "train/data/crc32.h"
+#include "common/crc32.h"
 
 #include <array>
 #include <cstring>
 
-namespace zerotrain::train {
+namespace zerotrain {
 namespace {
 
 using Tables = std::array<std::array<uint32_t, 256>, 8>;
@@ -50,4 +50,4 @@ uint32_t crc32_update(uint32_t crc, const void* data, size_t size) {
 
 uint32_t crc32(const void* data, size_t size) { return crc32_update(0, data, size); }
 
-}  // namespace zerotrain::train
+}  // namespace zerotrain

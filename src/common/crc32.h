@@ -11,11 +11,11 @@
 #include <cstddef>
 #include <cstdint>
 
-namespace zerotrain::train {
+namespace zerotrain {
 
 // CRC of `size` bytes at `data`.
 uint32_t crc32(const void* data, size_t size);
 // Continues a CRC: crc32_update(crc32(a), b) == crc32(a + b).
 uint32_t crc32_update(uint32_t crc, const void* data, size_t size);
 
-}  // namespace zerotrain::train
+}  // namespace zerotrain

@@ -40,6 +40,9 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
+
+#include <nlohmann/json.hpp>
 
 #include "comm/communicator.h"
 #include "common/status.h"
@@ -123,6 +126,20 @@ class Engine {
   MemoryReport memory() const;
   const PhaseTimes& timings() const { return times_; }
   void reset_timings() { times_ = {}; }
+
+  // Checkpoints (engine_checkpoint.cc; the format is checkpoint/'s). Both
+  // are collective: every rank calls them at the same optimizer-step
+  // boundary with the same tag. save writes this rank's shard of master
+  // weights and optimizer states into DIR/TAG, rank 0 the manifest (with
+  // the scheduler, loss scaler, counters and `client_state`), then moves
+  // DIR/TAG into place and points DIR/latest at it; a crash at any moment
+  // leaves the previous checkpoint loadable. load re-partitions a
+  // checkpoint written at any world size and stage (empty tag: DIR/latest),
+  // refuses a corrupt or mismatched one on every rank with the path and
+  // the reason (the engine is unchanged then), and returns client_state.
+  Status save_checkpoint(const std::string& dir, const std::string& tag,
+                         const nlohmann::json& client_state = nlohmann::json::object());
+  StatusOr<nlohmann::json> load_checkpoint(const std::string& dir, const std::string& tag = "");
 
   const config::Config& config() const { return config_; }
   model::GptModel& model() { return *model_; }

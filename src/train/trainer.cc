@@ -12,6 +12,7 @@
 #include <iterator>
 #include <sstream>
 
+#include "checkpoint/hf_gpt2.h"
 #include "common/env.h"
 #include "config/config.h"
 #include "engine/engine.h"
@@ -41,6 +42,9 @@ class Run {
 
  private:
   Status train_step(double* loss);
+  Status resume();
+  Status save(int64_t step);
+  void write_metrics(int64_t step, double loss);
   StatusOr<double> validate();
   void print_start();
   void print_step(int64_t step, double loss, double seconds);
@@ -56,6 +60,8 @@ class Run {
   TokenBatch batch_;
   std::vector<int32_t> x_, y_;
   TrainSummary summary_;
+  int64_t first_step_ = 1;
+  std::unique_ptr<std::ofstream> metrics_;
 };
 
 Status Run::init() {
@@ -69,6 +75,13 @@ Status Run::init() {
           s_.gpt, {.max_batch = B, .max_seq = s_.T, .bf16_compute = s_.cfg.bf16.enabled}));
   model_.emplace(std::move(m));
   model_->init_parameters(o_.seed);
+  if (!o_.init_weights.empty()) {
+    // Rank 0's weights are broadcast by the engine; every rank reads them
+    // anyway so a bad file fails everywhere at once, before any collective.
+    ZT_RETURN_IF_ERROR(
+        checkpoint::load_hf_gpt2(o_.init_weights, model_->layout(), model_->parameters())
+            .with_context("--init"));
+  }
   engine::EngineOptions eo;
   if (o_.threads > 0) {
     omp_set_num_threads(o_.threads);
@@ -89,11 +102,55 @@ Status Run::init() {
     ZT_ASSIGN_OR_RETURN(DataLoader v, DataLoader::create(data.val, lo));
     val_loader_.emplace(std::move(v));
   }
+  if (!o_.load_dir.empty()) ZT_RETURN_IF_ERROR(resume());
+  if (rank0_ && !o_.metrics_file.empty()) {
+    metrics_ = std::make_unique<std::ofstream>(o_.metrics_file, std::ios::app);
+    if (!*metrics_) return io_error("--metrics " + o_.metrics_file + ": cannot open for appending");
+  }
   summary_.tokens_per_step =
       B * s_.T * s_.cfg.batch.gradient_accumulation_steps * comm_.world_size();
   summary_.effective_config = config::effective_config_json(s_.cfg);
   if (rank0_) print_start();
   return Status();
+}
+
+// Engine state from the checkpoint, then the loaders where it left them.
+Status Run::resume() {
+  ZT_ASSIGN_OR_RETURN(nlohmann::json client, engine_->load_checkpoint(o_.load_dir, o_.load_tag));
+  first_step_ = engine_->global_steps() + 1;
+  const auto restore = [&](const char* key, std::optional<DataLoader>& loader) -> Status {
+    if (!loader) return ok_status();
+    if (!client.contains(key) || !client[key].is_string())
+      return invalid_argument("checkpoint in " + o_.load_dir + " has no " + key + " position");
+    ZT_ASSIGN_OR_RETURN(LoaderPosition p, LoaderPosition::parse(client[key].get<std::string>()));
+    return loader->restore(p).with_context(std::string("restoring the ") + key + " position");
+  };
+  ZT_RETURN_IF_ERROR(restore("train_loader", loader_));
+  if (client.contains("val_loader")) ZT_RETURN_IF_ERROR(restore("val_loader", val_loader_));
+  if (first_step_ > s_.steps)
+    return invalid_argument("the checkpoint is at step " + std::to_string(first_step_ - 1) +
+                            ", not before the last step " + std::to_string(s_.steps) +
+                            " (raise --steps)");
+  return ok_status();
+}
+
+Status Run::save(int64_t step) {
+  nlohmann::json client{{"train_loader", loader_->position().to_string()},
+                        {"seed", o_.seed},
+                        {"step", step}};
+  if (val_loader_) client["val_loader"] = val_loader_->position().to_string();
+  return engine_->save_checkpoint(o_.save_dir, "global_step" + std::to_string(step), client);
+}
+
+void Run::write_metrics(int64_t step, double loss) {
+  const engine::StepInfo& info = engine_->last_step();
+  char buf[256];
+  std::snprintf(buf, sizeof(buf),
+                "{\"step\": %lld, \"loss\": %.9g, \"lr\": %.17g, \"loss_scale\": %.17g, "
+                "\"grad_norm\": %.9g, \"skipped\": %s}\n",
+                static_cast<long long>(step), loss, info.lr, info.loss_scale,
+                std::isfinite(info.grad_norm) ? info.grad_norm : -1.0, info.skipped ? "true" : "false");
+  *metrics_ << buf << std::flush;
 }
 
 void Run::print_start() {
@@ -179,14 +236,15 @@ StatusOr<TrainSummary> Run::loop() {
   const int64_t every = s_.cfg.steps_per_print.value_or(10);  // DeepSpeed's default
   double timed_seconds = 0;
   const auto start = Clock::now();
-  for (int64_t step = 1; step <= s_.steps; ++step) {
+  for (int64_t step = first_step_; step <= s_.steps; ++step) {
     const auto t0 = Clock::now();
     double loss = 0;
     ZT_RETURN_IF_ERROR(train_step(&loss));
     const double dt = std::chrono::duration<double>(Clock::now() - t0).count();
-    if (step > 1 || s_.steps == 1) timed_seconds += dt;
+    if (step > first_step_ || s_.steps == first_step_) timed_seconds += dt;
     summary_.losses.push_back(loss);
-    if (rank0_ && (step == 1 || step == s_.steps || (every > 0 && step % every == 0)))
+    if (metrics_) write_metrics(step, loss);
+    if (rank0_ && (step == first_step_ || step == s_.steps || (every > 0 && step % every == 0)))
       print_step(step, loss, dt);
     if (val_loader_ && step % o_.eval_interval == 0) {
       ZT_ASSIGN_OR_RETURN(double v, validate());
@@ -198,11 +256,16 @@ StatusOr<TrainSummary> Run::loop() {
         out_ << "[zerotrain] step " << step << buf << std::flush;
       }
     }
+    if (!o_.save_dir.empty() &&
+        (step == s_.steps || (o_.save_interval > 0 && step % o_.save_interval == 0)))
+      ZT_RETURN_IF_ERROR(save(step));
     if (progress_) std::cerr << format_progress(step, s_.steps, loss) << std::flush;
   }
   if (progress_) std::cerr << "\n";
-  const int64_t timed_steps = s_.steps > 1 ? s_.steps - 1 : 1;
+  const int64_t run_steps = s_.steps - first_step_ + 1;
+  const int64_t timed_steps = run_steps > 1 ? run_steps - 1 : 1;
   summary_.steps = s_.steps;
+  summary_.first_step = first_step_;
   summary_.skipped_steps = engine_->skipped_steps();
   summary_.first_loss = summary_.losses.front();
   summary_.last_loss = summary_.losses.back();

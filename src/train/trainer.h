@@ -49,6 +49,20 @@ struct TrainOptions {
   int64_t eval_interval = 0;       // validation loss every N steps; 0 = off
   int64_t eval_batches = 4;        // micro-batches per rank per validation
   int threads = 0;  // OpenMP threads per rank; 0: cores / local ranks (or OMP_NUM_THREADS)
+  // Checkpoints (engine save/load_checkpoint, tag "global_step<N>"): save
+  // into save_dir every save_interval steps (0: only after the last step);
+  // resume from load_dir (load_tag, or the one DIR/latest names), at any
+  // world size and stage: the step count, data position, optimizer,
+  // scheduler and loss scale continue where the checkpoint left them.
+  std::string save_dir;
+  int64_t save_interval = 0;
+  std::string load_dir, load_tag;
+  // Initial weights from a safetensors file under HF GPT-2 names (instead
+  // of the seeded init); the model must match its shapes.
+  std::string init_weights;
+  // Rank 0 appends one JSON line a step: step, loss (exact: %.9g), lr,
+  // loss_scale, grad_norm, skipped.
+  std::string metrics_file;
   std::ostream* out = nullptr;   // rank 0's log; null: std::cout
   std::optional<bool> progress;  // progress bar on stderr; unset: iff a TTY
 };
@@ -59,6 +73,7 @@ struct TrainSummary {
   double first_loss = 0, last_loss = 0;
   double mean_tokens_per_s = 0;  // global tokens / step time, step 1 (warm-up) excluded
   int64_t steps = 0, skipped_steps = 0;
+  int64_t first_step = 1;        // > 1 after resuming from a checkpoint
   int64_t tokens_per_step = 0;   // global: B * T * gas * world
   std::string effective_config;  // as printed at start
 };

@@ -8,7 +8,7 @@
 #include <cstring>
 #include <filesystem>
 
-#include "train/data/crc32.h"
+#include "common/crc32.h"
 #include "train/test_util.h"
 
 namespace zerotrain::train {

@@ -8,10 +8,10 @@
 
 #include <cerrno>
 #include <cstring>
-#include <filesystem>
 #include <vector>
 
-#include "train/data/crc32.h"
+#include "common/atomic_file.h"
+#include "common/crc32.h"
 
 namespace zerotrain::train {
 namespace {
@@ -54,44 +54,6 @@ std::string hex32(uint32_t v) {
   char buf[16];
   std::snprintf(buf, sizeof(buf), "0x%08x", v);
   return buf;
-}
-
-Status write_all(int fd, const unsigned char* data, size_t size, const std::string& path) {
-  while (size > 0) {
-    const ssize_t n = ::write(fd, data, size);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return errno_status("write " + path, errno);
-    }
-    data += n;
-    size -= static_cast<size_t>(n);
-  }
-  return ok_status();
-}
-
-// Writes `bytes` to `path` via a temp file in the same directory, fsync and
-// rename, then fsyncs the directory so the rename itself is durable.
-Status atomic_write(const std::string& path, const std::vector<unsigned char>& bytes) {
-  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return errno_status("create " + tmp, errno);
-  Status st = write_all(fd, bytes.data(), bytes.size(), tmp);
-  if (st.ok() && ::fsync(fd) != 0) st = errno_status("fsync " + tmp, errno);
-  if (::close(fd) != 0 && st.ok()) st = errno_status("close " + tmp, errno);
-  if (st.ok() && ::rename(tmp.c_str(), path.c_str()) != 0)
-    st = errno_status("rename " + tmp + " to " + path, errno);
-  if (!st.ok()) {
-    ::unlink(tmp.c_str());
-    return st;
-  }
-  std::filesystem::path parent = std::filesystem::path(path).parent_path();
-  if (parent.empty()) parent = std::filesystem::path(".");
-  const std::string dir = parent.string();
-  const int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dfd < 0) return errno_status("open directory " + dir, errno);
-  if (::fsync(dfd) != 0) st = errno_status("fsync directory " + dir, errno);
-  ::close(dfd);
-  return st;
 }
 
 // Checks the fixed header of a file of `file_bytes` bytes at `h`.
@@ -173,7 +135,8 @@ Status write_token_shard(const std::string& path, std::span<const uint32_t> toke
   put_u64(h + kOffCount, tokens.size());
   put_u32(h + kOffPayloadCrc, crc32(h + kShardHeaderBytes, bytes.size() - kShardHeaderBytes));
   put_u32(h + kOffHeaderCrc, header_crc(h));
-  return atomic_write(path, bytes);
+  return atomic_write_file(
+      path, std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()));
 }
 
 StatusOr<TokenShard> TokenShard::open(const std::string& path) {

@@ -1,0 +1,203 @@
+// Manifest <-> JSON, its self-checksum and consistency checks.
+#include "checkpoint/manifest.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "common/crc32.h"
+
+namespace zerotrain::checkpoint {
+namespace {
+
+using nlohmann::json;
+
+constexpr const char* kFormatName = "zerotrain-checkpoint";
+
+uint32_t text_crc(const json& j) {
+  const std::string text = j.dump();
+  return crc32(text.data(), text.size());
+}
+
+StatusOr<std::string> read_text(const std::string& path) {
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) return not_found(path + ": no such file");
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return io_error(path + ": cannot open");
+  std::ostringstream s;
+  s << in.rdbuf();
+  if (in.bad()) return io_error(path + ": read failed");
+  return s.str();
+}
+
+json ranges_json(const std::vector<zero::Range>& ranges) {
+  json a = json::array();
+  for (const zero::Range& r : ranges) a.push_back({r.offset, r.count});
+  return a;
+}
+
+}  // namespace
+
+std::vector<LayoutEntry> layout_entries(const model::ParamLayout& layout) {
+  std::vector<LayoutEntry> out;
+  for (const model::TensorInfo& t : layout.tensors()) out.push_back({t.name, t.offset, t.numel});
+  return out;
+}
+
+std::string manifest_to_json(const Manifest& m) {
+  json j;
+  j["format"] = kFormatName;
+  j["format_version"] = m.format_version;
+  j["tag"] = m.tag;
+  j["world_size"] = m.world_size;
+  j["zero_stage"] = m.stage;
+  j["precision"] = m.precision;
+  j["numel"] = m.numel;
+  j["model"] = {{"n_layer", m.model.n_layer},       {"n_head", m.model.n_head},
+                {"n_embd", m.model.n_embd},         {"seq_len", m.model.seq_len},
+                {"vocab_size", m.model.vocab_size}, {"padded_vocab", m.model.padded_vocab}};
+  json layout = json::array();
+  for (const LayoutEntry& e : m.layout) layout.push_back({e.name, e.offset, e.numel});
+  j["param_layout"] = layout;
+  j["optimizer"] = {{"name", m.optimizer},
+                    {"state_names", m.state_names},
+                    {"step_count", m.optimizer_step_count},
+                    {"lr", m.lr}};
+  j["scheduler"] = m.scheduler_type.empty()
+                       ? json(nullptr)
+                       : json{{"type", m.scheduler_type},
+                              {"last_batch_iteration", m.scheduler_last_batch_iteration}};
+  j["loss_scaler"] = {{"cur_scale", m.loss_scaler.cur_scale},
+                      {"cur_iter", m.loss_scaler.cur_iter},
+                      {"last_overflow_iter", m.loss_scaler.last_overflow_iter},
+                      {"cur_hysteresis", m.loss_scaler.cur_hysteresis}};
+  j["engine"] = {{"global_steps", m.global_steps},
+                 {"skipped_steps", m.skipped_steps},
+                 {"micro_steps", m.micro_steps}};
+  j["client_state"] = m.client_state;
+  json shards = json::array();
+  for (const ShardEntry& s : m.shards) {
+    shards.push_back({{"rank", s.rank},
+                      {"file", s.file},
+                      {"bytes", s.bytes},
+                      {"header_crc32", s.header_crc32},
+                      {"ranges", ranges_json(s.ranges)}});
+  }
+  j["shards"] = shards;
+  j["extra_files"] = m.extra_files;
+  j["checksum"] = text_crc(j);
+  return j.dump(1) + "\n";
+}
+
+StatusOr<Manifest> manifest_from_json(const std::string& text, const std::string& path) {
+  const std::string where = "checkpoint manifest " + path + ": ";
+  json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded() || !j.is_object()) return corruption(where + "not valid JSON");
+  if (j.value("format", "") != kFormatName)
+    return invalid_argument(where + "not a zerotrain checkpoint manifest");
+  if (!j.contains("checksum") || !j["checksum"].is_number_unsigned())
+    return corruption(where + "no checksum field");
+  const uint32_t stored = j["checksum"].get<uint32_t>();
+  j.erase("checksum");
+  if (text_crc(j) != stored) return corruption(where + "checksum mismatch (the file was modified)");
+  Manifest m;
+  try {
+    m.format_version = j.at("format_version").get<int>();
+    if (m.format_version != kFormatVersion) {
+      return invalid_argument(where + "format version " + std::to_string(m.format_version) +
+                              ", this build reads version " + std::to_string(kFormatVersion));
+    }
+    m.tag = j.at("tag").get<std::string>();
+    m.world_size = j.at("world_size").get<int>();
+    m.stage = j.at("zero_stage").get<int>();
+    m.precision = j.at("precision").get<std::string>();
+    m.numel = j.at("numel").get<int64_t>();
+    const json& mo = j.at("model");
+    m.model = {.n_layer = mo.at("n_layer"),
+               .n_head = mo.at("n_head"),
+               .n_embd = mo.at("n_embd"),
+               .seq_len = mo.at("seq_len"),
+               .vocab_size = mo.at("vocab_size"),
+               .padded_vocab = mo.at("padded_vocab")};
+    for (const json& e : j.at("param_layout"))
+      m.layout.push_back({e.at(0).get<std::string>(), e.at(1).get<int64_t>(), e.at(2).get<int64_t>()});
+    const json& o = j.at("optimizer");
+    m.optimizer = o.at("name").get<std::string>();
+    m.state_names = o.at("state_names").get<std::vector<std::string>>();
+    m.optimizer_step_count = o.at("step_count").get<int64_t>();
+    m.lr = o.at("lr").get<double>();
+    if (!j.at("scheduler").is_null()) {
+      m.scheduler_type = j["scheduler"].at("type").get<std::string>();
+      m.scheduler_last_batch_iteration = j["scheduler"].at("last_batch_iteration").get<int64_t>();
+    }
+    const json& ls = j.at("loss_scaler");
+    m.loss_scaler = {ls.at("cur_scale").get<double>(), ls.at("cur_iter").get<int64_t>(),
+                     ls.at("last_overflow_iter").get<int64_t>(), ls.at("cur_hysteresis").get<int>()};
+    const json& en = j.at("engine");
+    m.global_steps = en.at("global_steps").get<int64_t>();
+    m.skipped_steps = en.at("skipped_steps").get<int64_t>();
+    m.micro_steps = en.at("micro_steps").get<int64_t>();
+    m.client_state = j.at("client_state");
+    for (const json& s : j.at("shards")) {
+      ShardEntry e{.rank = s.at("rank").get<int>(),
+                   .file = s.at("file").get<std::string>(),
+                   .bytes = s.at("bytes").get<int64_t>(),
+                   .header_crc32 = s.at("header_crc32").get<uint32_t>()};
+      for (const json& r : s.at("ranges"))
+        e.ranges.push_back({r.at(0).get<int64_t>(), r.at(1).get<int64_t>()});
+      m.shards.push_back(std::move(e));
+    }
+    m.extra_files = j.at("extra_files").get<std::vector<std::string>>();
+  } catch (const json::exception& e) {
+    return corruption(where + "missing or mistyped field (" + e.what() + ")");
+  }
+  // Shard ranges: inside [0, numel), pairwise disjoint, covering every tensor.
+  std::vector<zero::Range> all;
+  for (const ShardEntry& s : m.shards) {
+    if (s.file.empty() || s.file.find('/') != std::string::npos || s.file[0] == '.')
+      return corruption(where + "shard file name \"" + s.file + "\" is not a plain file name");
+    for (const zero::Range& r : s.ranges) {
+      if (r.offset < 0 || r.count < 0 || r.end() > m.numel) {
+        return corruption(where + "shard " + s.file + " range [" + std::to_string(r.offset) +
+                          ", " + std::to_string(r.end()) + ") outside [0, " +
+                          std::to_string(m.numel) + ")");
+      }
+      all.push_back(r);
+    }
+  }
+  std::sort(all.begin(), all.end(), [](auto& a, auto& b) { return a.offset < b.offset; });
+  for (size_t i = 1; i < all.size(); ++i) {
+    if (all[i].offset < all[i - 1].end())
+      return corruption(where + "two shards hold element " + std::to_string(all[i].offset));
+  }
+  for (const LayoutEntry& t : m.layout) {
+    int64_t at = t.offset;
+    for (const zero::Range& r : all) {
+      if (r.offset <= at && at < r.end()) at = r.end();
+    }
+    if (at < t.offset + t.numel) {
+      return corruption(where + "no shard holds element " + std::to_string(at) + " of tensor " +
+                        t.name);
+    }
+  }
+  return m;
+}
+
+StatusOr<Manifest> read_manifest(const std::string& tag_dir) {
+  const std::string path = tag_dir + "/" + kManifestName;
+  ZT_ASSIGN_OR_RETURN(std::string text, read_text(path));
+  return manifest_from_json(text, path);
+}
+
+StatusOr<std::string> read_latest_tag(const std::string& dir) {
+  const std::string path = dir + "/" + kLatestName;
+  ZT_ASSIGN_OR_RETURN(std::string text, read_text(path));
+  while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
+  if (text.empty() || text.find('/') != std::string::npos || text.find('\n') != std::string::npos)
+    return corruption(path + ": does not hold one checkpoint tag");
+  return text;
+}
+
+}  // namespace zerotrain::checkpoint

@@ -1,0 +1,90 @@
+// `zerotrain checkpoint export DIR [--tag T] --to FILE.safetensors [--dtype fp32|bf16|fp16]`
+// (DeepSpeed's zero_to_fp32.py: a sharded checkpoint as one safetensors
+// file, streamed) and `zerotrain checkpoint show DIR [--tag T]` (its manifest
+// checked, summarised). DIR is the save directory (the tag from --tag or
+// DIR/latest) or a tag directory itself.
+#include <filesystem>
+#include <iostream>
+#include <memory>
+
+#include "checkpoint/checkpoint_reader.h"
+#include "checkpoint/export.h"
+#include "checkpoint/manifest.h"
+#include "cli/commands.h"
+
+namespace zerotrain::cli {
+namespace {
+
+struct CheckpointFlags {
+  std::string dir, tag, to, dtype = "fp32";
+};
+
+StatusOr<std::string> tag_directory(const CheckpointFlags& f) {
+  if (f.tag.empty() &&
+      std::filesystem::exists(f.dir + "/" + checkpoint::kManifestName))
+    return f.dir;
+  std::string tag = f.tag;
+  if (tag.empty()) {
+    ZT_ASSIGN_OR_RETURN(tag, checkpoint::read_latest_tag(f.dir));
+  }
+  return f.dir + "/" + tag;
+}
+
+int fail(const Status& s) {
+  std::cerr << "zerotrain checkpoint: " << s.to_string() << "\n";
+  return s.code() == StatusCode::kIoError ? 1 : 2;
+}
+
+int run_export(const CheckpointFlags& f) {
+  StatusOr<tensor::DType> dtype = tensor::parse_dtype(f.dtype);
+  if (!dtype.ok()) return fail(dtype.status().with_context("--dtype"));
+  StatusOr<std::string> tag_dir = tag_directory(f);
+  if (!tag_dir.ok()) return fail(tag_dir.status());
+  Status s = checkpoint::export_safetensors(*tag_dir, f.to, *dtype);
+  if (!s.ok()) return fail(s);
+  std::cout << "wrote " << f.to << " (" << tensor::dtype_name(*dtype) << ") from " << *tag_dir
+            << "\n";
+  return 0;
+}
+
+int run_show(const CheckpointFlags& f) {
+  StatusOr<std::string> tag_dir = tag_directory(f);
+  if (!tag_dir.ok()) return fail(tag_dir.status());
+  StatusOr<checkpoint::CheckpointReader> r = checkpoint::CheckpointReader::open(*tag_dir);
+  if (!r.ok()) return fail(r.status());
+  if (Status s = r->check_shards(); !s.ok()) return fail(s);
+  const checkpoint::Manifest& m = r->manifest();
+  std::cout << *tag_dir << ": tag " << m.tag << ", global step " << m.global_steps << " ("
+            << m.skipped_steps << " skipped), written by " << m.world_size << " rank(s) at ZeRO stage "
+            << m.stage << ", " << m.precision << "\n  model: " << m.model.n_layer << " layers x "
+            << m.model.n_embd << ", " << m.model.n_head << " heads, vocab " << m.model.vocab_size
+            << ", seq " << m.model.seq_len << "; " << m.numel << " elements\n  optimizer "
+            << m.optimizer << " (step " << m.optimizer_step_count << ", lr " << m.lr << ")"
+            << (m.scheduler_type.empty() ? "" : ", scheduler " + m.scheduler_type)
+            << ", loss scale " << m.loss_scaler.cur_scale << "\n  " << m.shards.size()
+            << " shard(s):";
+  for (const checkpoint::ShardEntry& s : m.shards) std::cout << " " << s.file << " (" << s.bytes << " B)";
+  std::cout << "\n";
+  return 0;
+}
+
+}  // namespace
+
+Runner add_checkpoint_command(CLI::App& app) {
+  auto f = std::make_shared<CheckpointFlags>();
+  CLI::App* ck = app.add_subcommand("checkpoint", "inspect and export sharded checkpoints");
+  ck->require_subcommand(1);
+  CLI::App* ex = ck->add_subcommand(
+      "export", "consolidate a checkpoint's weights into one safetensors file (HF GPT-2 names)");
+  CLI::App* show = ck->add_subcommand("show", "check a checkpoint and summarise its manifest");
+  for (CLI::App* c : {ex, show}) {
+    c->add_option("dir", f->dir, "save directory (uses --tag or DIR/latest) or a tag directory")
+        ->required();
+    c->add_option("--tag", f->tag, "checkpoint tag, e.g. global_step100");
+  }
+  ex->add_option("--to", f->to, "output .safetensors file")->required();
+  ex->add_option("--dtype", f->dtype, "fp32, bf16 or fp16")->capture_default_str();
+  return [ex, f]() { return ex->parsed() ? run_export(*f) : run_show(*f); };
+}
+
+}  // namespace zerotrain::cli

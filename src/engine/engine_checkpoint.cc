@@ -1,0 +1,249 @@
+// Engine::save_checkpoint / load_checkpoint: the collective protocol over
+// checkpoint/'s files. Save: rank 0 makes DIR/TAG.partial; each rank that
+// owns states writes its shard there; rank 0 writes the manifest (and the
+// consolidated 16-bit weights when asked), renames TAG.partial to TAG and
+// writes DIR/latest last. Load: every rank reads its owned ranges from
+// whichever shards hold them into scratch, the ranks agree that all
+// succeeded, and only then is the engine's state replaced.
+#include <cstring>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "checkpoint/checkpoint_reader.h"
+#include "checkpoint/export.h"
+#include "checkpoint/manifest.h"
+#include "checkpoint/shard_file.h"
+#include "common/atomic_file.h"
+#include "common/log.h"
+#include "engine/engine.h"
+
+namespace zerotrain::engine {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+constexpr const char* k16BitFile = "model_16bit.safetensors";
+
+std::string shard_file_name(int rank) {
+  return "zero_rank_" + std::to_string(rank) + "_states.ztshard";
+}
+
+// Stage 0 replicates the states: rank 0's shard is the whole of them.
+bool writes_shard(int stage, int rank) { return stage != 0 || rank == 0; }
+
+// Every rank learns whether all succeeded; on failure each returns the
+// lowest failing rank's error, so all ranks refuse with the same reason.
+Status agree(comm::Communicator& comm, Status local) {
+  if (comm.world_size() == 1) return local;
+  std::vector<float> failed(static_cast<size_t>(comm.world_size()), 0.0f);
+  failed[static_cast<size_t>(comm.rank())] = local.ok() ? 0.0f : 1.0f;
+  ZT_RETURN_IF_ERROR(comm.allreduce(std::span<float>(failed), comm::ReduceOp::kSum));
+  int first = -1;
+  for (int r = 0; r < comm.world_size() && first < 0; ++r)
+    if (failed[static_cast<size_t>(r)] != 0.0f) first = r;
+  if (first < 0) return ok_status();
+  constexpr size_t kMessageBytes = 2048;
+  std::vector<std::byte> text(kMessageBytes);
+  StatusCode code = local.code();
+  if (comm.rank() == first) {
+    const std::string m = local.message().substr(0, kMessageBytes - 2);
+    text[0] = static_cast<std::byte>(static_cast<int>(local.code()));
+    std::memcpy(text.data() + 1, m.data(), m.size());
+  }
+  ZT_RETURN_IF_ERROR(comm.broadcast(std::span<std::byte>(text), first));
+  if (comm.rank() == first) return local;
+  code = static_cast<StatusCode>(static_cast<int>(text[0]));
+  return Status(code, "rank " + std::to_string(first) + ": " +
+                          std::string(reinterpret_cast<const char*>(text.data() + 1)));
+}
+
+// DeepSpeed's checkpoint.tag_validation: every rank must save under rank 0's tag.
+Status validate_tag(comm::Communicator& comm, const std::string& tag, config::TagValidation mode) {
+  if (tag.empty() || tag.find('/') != std::string::npos || tag == "." || tag == ".." ||
+      tag.find(".partial") != std::string::npos)
+    return invalid_argument("checkpoint tag \"" + tag + "\": must be a plain, non-empty name");
+  if (comm.world_size() == 1 || mode == config::TagValidation::kIgnore) return ok_status();
+  std::vector<std::byte> root(256);
+  const std::string cut = tag.substr(0, root.size() - 1);
+  if (comm.rank() == 0) std::memcpy(root.data(), cut.data(), cut.size());
+  ZT_RETURN_IF_ERROR(comm.broadcast(std::span<std::byte>(root), 0));
+  const std::string theirs(reinterpret_cast<const char*>(root.data()));
+  if (theirs == cut) return ok_status();
+  const std::string m = "checkpoint tag \"" + tag + "\" on rank " + std::to_string(comm.rank()) +
+                        " differs from rank 0's \"" + theirs + "\"";
+  if (mode == config::TagValidation::kFail) return invalid_argument(m);
+  log::warn(m);
+  return ok_status();
+}
+
+std::string precision_name(const config::Config& c) {
+  return c.bf16.enabled ? "bf16" : c.fp16.enabled ? "fp16" : "fp32";
+}
+
+}  // namespace
+
+Status Engine::save_checkpoint(const std::string& dir, const std::string& tag,
+                               const json& client_state) {
+  if (micro_steps_ % gas_ != 0)
+    return invalid_argument("save_checkpoint: call it at an optimizer-step boundary (micro-step " +
+                            std::to_string(micro_steps_) + " of " + std::to_string(gas_) + ")");
+  const bool rank0 = comm_->rank() == 0;
+  ZT_RETURN_IF_ERROR(agree(*comm_, validate_tag(*comm_, tag, config_.checkpoint.tag_validation)));
+  const std::string tag_dir = dir + "/" + tag, staging = tag_dir + ".partial";
+  Status st;
+  if (rank0) {
+    std::error_code ec;
+    fs::create_directories(dir, ec);
+    if (!ec) fs::remove_all(staging, ec);  // a save killed earlier
+    if (!ec) fs::create_directory(staging, ec);
+    if (ec) st = io_error("save_checkpoint: cannot create " + staging + ": " + ec.message());
+  }
+  ZT_RETURN_IF_ERROR(agree(*comm_, st));
+
+  const int stage = strategy_->stage();
+  if (writes_shard(stage, comm_->rank())) {
+    std::vector<checkpoint::NamedValues> tensors{{"master", strategy_->owned_master()}};
+    const std::vector<std::string> names = optimizer_->state_names();
+    std::span<const std::span<float>> states = strategy_->optimizer_states();
+    for (size_t i = 0; i < names.size(); ++i) tensors.push_back({names[i], states[i]});
+    st = checkpoint::write_shard(staging + "/" + shard_file_name(comm_->rank()), comm_->rank(),
+                                 strategy_->owned_ranges(), tensors)
+             .status();
+  }
+  ZT_RETURN_IF_ERROR(agree(*comm_, st));
+
+  if (rank0) {
+    st = [&]() -> Status {
+      checkpoint::Manifest m;
+      m.tag = tag;
+      m.world_size = comm_->world_size();
+      m.stage = stage;
+      m.precision = precision_name(config_);
+      m.numel = model_->layout().total_numel();
+      m.model = model_->config();
+      m.layout = checkpoint::layout_entries(model_->layout());
+      m.optimizer = std::string(optimizer_->name());
+      m.state_names = optimizer_->state_names();
+      m.optimizer_step_count = optimizer_->step_count();
+      m.lr = optimizer_->lr();
+      if (scheduler_) {
+        m.scheduler_type = std::string(scheduler_->type());
+        m.scheduler_last_batch_iteration = scheduler_->last_batch_iteration();
+      }
+      m.loss_scaler = scaler_->state();
+      m.global_steps = global_steps_;
+      m.skipped_steps = skipped_steps_;
+      m.micro_steps = micro_steps_;
+      m.client_state = client_state;
+      for (int r = 0; r < comm_->world_size(); ++r) {
+        if (!writes_shard(stage, r)) continue;
+        ZT_ASSIGN_OR_RETURN(checkpoint::ShardEntry e,
+                            checkpoint::describe_shard(staging + "/" + shard_file_name(r)));
+        m.shards.push_back(std::move(e));
+      }
+      const bool gather16 = stage == 3 && config_.zero.stage3_gather_16bit_weights_on_model_save;
+      if (gather16) m.extra_files.push_back(k16BitFile);
+      ZT_RETURN_IF_ERROR(atomic_write_file(staging + "/" + checkpoint::kManifestName,
+                                           checkpoint::manifest_to_json(m)));
+      if (gather16) {
+        const tensor::DType dt = config_.bf16.enabled   ? tensor::DType::kBFloat16
+                                 : config_.fp16.enabled ? tensor::DType::kFloat16
+                                                        : tensor::DType::kFloat32;
+        ZT_RETURN_IF_ERROR(checkpoint::export_safetensors(staging, staging + "/" + k16BitFile, dt));
+      }
+      // Into place: the old TAG (if any) aside, the new one in, latest last.
+      std::error_code ec;
+      const std::string old = tag_dir + ".replaced";
+      fs::remove_all(old, ec);
+      if (fs::exists(tag_dir)) fs::rename(tag_dir, old, ec);
+      if (!ec) fs::rename(staging, tag_dir, ec);
+      if (ec) return io_error("save_checkpoint: cannot move " + staging + " to " + tag_dir + ": " +
+                              ec.message());
+      ZT_RETURN_IF_ERROR(fsync_directory(dir));
+      fs::remove_all(old, ec);
+      return atomic_write_file(dir + "/" + checkpoint::kLatestName, tag + "\n");
+    }();
+  }
+  ZT_RETURN_IF_ERROR(agree(*comm_, st));
+  if (rank0) log::info("saved checkpoint ", tag_dir, " (global step ", global_steps_, ")");
+  return ok_status();
+}
+
+StatusOr<json> Engine::load_checkpoint(const std::string& dir, const std::string& tag_in) {
+  if (micro_steps_ % gas_ != 0)
+    return invalid_argument("load_checkpoint: call it at an optimizer-step boundary");
+  std::string tag = tag_in;
+  std::optional<checkpoint::CheckpointReader> reader;
+  std::vector<std::vector<float>> scratch;  // master, then each optimizer state
+  const std::vector<zero::Range> ranges = strategy_->owned_ranges();
+  Status st = [&]() -> Status {
+    if (tag.empty()) {
+      ZT_ASSIGN_OR_RETURN(tag, checkpoint::read_latest_tag(dir));
+    }
+    ZT_ASSIGN_OR_RETURN(checkpoint::CheckpointReader r,
+                        checkpoint::CheckpointReader::open(dir + "/" + tag));
+    reader.emplace(std::move(r));
+    const checkpoint::Manifest& m = reader->manifest();
+    const std::string where = "checkpoint " + dir + "/" + tag + ": ";
+    if (m.layout != checkpoint::layout_entries(model_->layout()) ||
+        m.numel != model_->layout().total_numel()) {
+      const model::GptConfig& c = m.model;
+      return invalid_argument(where + "written for another model (" + std::to_string(c.n_layer) +
+                              " layers x " + std::to_string(c.n_embd) + ", vocab " +
+                              std::to_string(c.vocab_size) + ", " + std::to_string(m.numel) +
+                              " elements; this one has " +
+                              std::to_string(model_->layout().total_numel()) + ")");
+    }
+    if (m.optimizer != optimizer_->name() || m.state_names != optimizer_->state_names())
+      return invalid_argument(where + "optimizer " + m.optimizer + " does not match this run's " +
+                              std::string(optimizer_->name()));
+    if ((m.scheduler_type.empty()) != (scheduler_ == nullptr) ||
+        (scheduler_ && m.scheduler_type != scheduler_->type()))
+      return invalid_argument(where + "scheduler \"" + m.scheduler_type +
+                              "\" does not match this run's");
+    if (m.precision != precision_name(config_) && comm_->rank() == 0)
+      log::warn(where, "saved in ", m.precision, ", loading into ", precision_name(config_),
+                " (fp32 master weights and states carry over)");
+    std::vector<std::string> names = reader->tensor_names();
+    for (const std::string& name : names) {
+      std::vector<float>& dst = scratch.emplace_back(strategy_->owned_master().size());
+      int64_t at = 0;
+      for (const zero::Range& r : ranges) {
+        ZT_RETURN_IF_ERROR(reader->read(name, r.offset, r.count, dst.data() + at));
+        at += r.count;
+      }
+    }
+    return ok_status();
+  }();
+  ZT_RETURN_IF_ERROR(agree(*comm_, st));
+
+  // Everyone read everything: replace the state.
+  const checkpoint::Manifest& m = reader->manifest();
+  std::span<float> master = strategy_->owned_master();
+  std::copy(scratch[0].begin(), scratch[0].end(), master.begin());
+  std::span<const std::span<float>> states = strategy_->optimizer_states();
+  for (size_t i = 0; i < states.size(); ++i)
+    std::copy(scratch[i + 1].begin(), scratch[i + 1].end(), states[i].begin());
+  optimizer_->set_step_count(m.optimizer_step_count);
+  if (scheduler_) {
+    scheduler_->load_state_dict({m.scheduler_last_batch_iteration});
+    optim::apply_lr(*scheduler_, *optimizer_);
+  } else {
+    optimizer_->set_lr(m.lr);
+  }
+  ZT_RETURN_IF_ERROR(scaler_->load_state(m.loss_scaler));
+  global_steps_ = m.global_steps;
+  skipped_steps_ = m.skipped_steps;
+  micro_steps_ = m.global_steps * gas_;  // boundaries at this run's gas
+  ZT_RETURN_IF_ERROR(strategy_->publish_parameters());
+  strategy_->zero_gradients();
+  if (comm_->rank() == 0)
+    log::info("loaded checkpoint ", dir, "/", tag, " (written by ", m.world_size,
+              " rank(s) at stage ", m.stage, ", global step ", m.global_steps, ")");
+  return m.client_state;
+}
+
+}  // namespace zerotrain::engine
