@@ -5,6 +5,8 @@
 // writes DIR/latest last. Load: every rank reads its owned ranges from
 // whichever shards hold them into scratch, the ranks agree that all
 // succeeded, and only then is the engine's state replaced.
+#include <csignal>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <optional>
@@ -79,6 +81,14 @@ Status validate_tag(comm::Communicator& comm, const std::string& tag, config::Ta
   return ok_status();
 }
 
+// Test seam for "a kill during save leaves the previous checkpoint
+// loadable": ZEROTRAIN_FAULT_KILL_IN_SAVE=shards|manifest|rename makes rank
+// 0 SIGKILL itself right after that phase of save_checkpoint.
+void kill_point(const char* phase) {
+  const char* want = std::getenv("ZEROTRAIN_FAULT_KILL_IN_SAVE");
+  if (want != nullptr && std::strcmp(want, phase) == 0) ::raise(SIGKILL);
+}
+
 std::string precision_name(const config::Config& c) {
   return c.bf16.enabled ? "bf16" : c.fp16.enabled ? "fp16" : "fp32";
 }
@@ -146,8 +156,10 @@ Status Engine::save_checkpoint(const std::string& dir, const std::string& tag,
       }
       const bool gather16 = stage == 3 && config_.zero.stage3_gather_16bit_weights_on_model_save;
       if (gather16) m.extra_files.push_back(k16BitFile);
+      kill_point("shards");
       ZT_RETURN_IF_ERROR(atomic_write_file(staging + "/" + checkpoint::kManifestName,
                                            checkpoint::manifest_to_json(m)));
+      kill_point("manifest");
       if (gather16) {
         const tensor::DType dt = config_.bf16.enabled   ? tensor::DType::kBFloat16
                                  : config_.fp16.enabled ? tensor::DType::kFloat16
@@ -163,6 +175,7 @@ Status Engine::save_checkpoint(const std::string& dir, const std::string& tag,
       if (ec) return io_error("save_checkpoint: cannot move " + staging + " to " + tag_dir + ": " +
                               ec.message());
       ZT_RETURN_IF_ERROR(fsync_directory(dir));
+      kill_point("rename");
       fs::remove_all(old, ec);
       return atomic_write_file(dir + "/" + checkpoint::kLatestName, tag + "\n");
     }();
