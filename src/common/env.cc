@@ -23,6 +23,9 @@ constexpr Var kRegistry[] = {
     {"OMP_NUM_THREADS", "compute threads per worker"},
     {"HOME", "where `zerotrain run` looks for .deepspeed_env"},
     {"DS_ENV_FILE", "name of the KEY=VALUE file exported to remote workers (default .deepspeed_env)"},
+    {"ZEROTRAIN_FAULT_KILL_IN_SAVE",
+     "tests only: shards, manifest or rename makes rank 0 SIGKILL itself after that phase of a "
+     "checkpoint save"},
 };
 
 bool is_registered(std::string_view name) {

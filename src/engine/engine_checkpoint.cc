@@ -6,7 +6,6 @@
 // whichever shards hold them into scratch, the ranks agree that all
 // succeeded, and only then is the engine's state replaced.
 #include <csignal>
-#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <optional>
@@ -18,6 +17,7 @@
 #include "checkpoint/manifest.h"
 #include "checkpoint/shard_file.h"
 #include "common/atomic_file.h"
+#include "common/env.h"
 #include "common/log.h"
 #include "engine/engine.h"
 
@@ -28,6 +28,10 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 
 constexpr const char* k16BitFile = "model_16bit.safetensors";
+// DIR/TAG.partial: a save in progress; DIR/TAG.replaced: the TAG a re-save
+// of the same tag is replacing (only between two renames).
+constexpr const char* kStagingSuffix = ".partial";
+constexpr const char* kReplacedSuffix = ".replaced";
 
 std::string shard_file_name(int rank) {
   return "zero_rank_" + std::to_string(rank) + "_states.ztshard";
@@ -64,9 +68,15 @@ Status agree(comm::Communicator& comm, Status local) {
 
 // DeepSpeed's checkpoint.tag_validation: every rank must save under rank 0's tag.
 Status validate_tag(comm::Communicator& comm, const std::string& tag, config::TagValidation mode) {
+  const auto ends_with = [&](std::string_view suffix) {
+    return tag.size() >= suffix.size() && tag.compare(tag.size() - suffix.size(), suffix.size(),
+                                                      suffix) == 0;
+  };
   if (tag.empty() || tag.find('/') != std::string::npos || tag == "." || tag == ".." ||
-      tag.find(".partial") != std::string::npos)
-    return invalid_argument("checkpoint tag \"" + tag + "\": must be a plain, non-empty name");
+      tag == checkpoint::kLatestName || ends_with(kStagingSuffix) || ends_with(kReplacedSuffix))
+    return invalid_argument("checkpoint tag \"" + tag +
+                            "\": must be a plain, non-empty name other than \"latest\", not "
+                            "ending in " + kStagingSuffix + " or " + kReplacedSuffix);
   if (comm.world_size() == 1 || mode == config::TagValidation::kIgnore) return ok_status();
   std::vector<std::byte> root(256);
   const std::string cut = tag.substr(0, root.size() - 1);
@@ -85,8 +95,8 @@ Status validate_tag(comm::Communicator& comm, const std::string& tag, config::Ta
 // loadable": ZEROTRAIN_FAULT_KILL_IN_SAVE=shards|manifest|rename makes rank
 // 0 SIGKILL itself right after that phase of save_checkpoint.
 void kill_point(const char* phase) {
-  const char* want = std::getenv("ZEROTRAIN_FAULT_KILL_IN_SAVE");
-  if (want != nullptr && std::strcmp(want, phase) == 0) ::raise(SIGKILL);
+  static const std::optional<std::string> want = env::get("ZEROTRAIN_FAULT_KILL_IN_SAVE");
+  if (want && *want == phase) ::raise(SIGKILL);
 }
 
 std::string precision_name(const config::Config& c) {
@@ -102,7 +112,7 @@ Status Engine::save_checkpoint(const std::string& dir, const std::string& tag,
                             std::to_string(micro_steps_) + " of " + std::to_string(gas_) + ")");
   const bool rank0 = comm_->rank() == 0;
   ZT_RETURN_IF_ERROR(agree(*comm_, validate_tag(*comm_, tag, config_.checkpoint.tag_validation)));
-  const std::string tag_dir = dir + "/" + tag, staging = tag_dir + ".partial";
+  const std::string tag_dir = dir + "/" + tag, staging = tag_dir + kStagingSuffix;
   Status st;
   if (rank0) {
     std::error_code ec;
@@ -168,9 +178,12 @@ Status Engine::save_checkpoint(const std::string& dir, const std::string& tag,
       }
       // Into place: the old TAG (if any) aside, the new one in, latest last.
       std::error_code ec;
-      const std::string old = tag_dir + ".replaced";
-      fs::remove_all(old, ec);
-      if (fs::exists(tag_dir)) fs::rename(tag_dir, old, ec);
+      const std::string old = tag_dir + kReplacedSuffix;
+      // A save killed between the two renames below left TAG only as
+      // TAG.replaced: put it back before replacing it again.
+      if (!fs::exists(tag_dir) && fs::exists(old)) fs::rename(old, tag_dir, ec);
+      if (!ec) fs::remove_all(old, ec);
+      if (!ec && fs::exists(tag_dir)) fs::rename(tag_dir, old, ec);
       if (!ec) fs::rename(staging, tag_dir, ec);
       if (ec) return io_error("save_checkpoint: cannot move " + staging + " to " + tag_dir + ": " +
                               ec.message());
@@ -192,12 +205,20 @@ StatusOr<json> Engine::load_checkpoint(const std::string& dir, const std::string
   std::optional<checkpoint::CheckpointReader> reader;
   std::vector<std::vector<float>> scratch;  // master, then each optimizer state
   const std::vector<zero::Range> ranges = strategy_->owned_ranges();
+  const optim::LossScalerState scaler_before = scaler_->state();
+  bool scaler_loaded = false;
   Status st = [&]() -> Status {
     if (tag.empty()) {
       ZT_ASSIGN_OR_RETURN(tag, checkpoint::read_latest_tag(dir));
     }
-    ZT_ASSIGN_OR_RETURN(checkpoint::CheckpointReader r,
-                        checkpoint::CheckpointReader::open(dir + "/" + tag));
+    std::string tag_dir = dir + "/" + tag;
+    if (!fs::exists(tag_dir) && fs::exists(tag_dir + kReplacedSuffix)) {
+      // A re-save of this tag was killed between its two renames.
+      tag_dir += kReplacedSuffix;
+      log::warn("checkpoint ", dir, "/", tag, " is missing; loading ", tag_dir,
+                " (the copy a killed save of the same tag was replacing)");
+    }
+    ZT_ASSIGN_OR_RETURN(checkpoint::CheckpointReader r, checkpoint::CheckpointReader::open(tag_dir));
     reader.emplace(std::move(r));
     const checkpoint::Manifest& m = reader->manifest();
     const std::string where = "checkpoint " + dir + "/" + tag + ": ";
@@ -217,9 +238,16 @@ StatusOr<json> Engine::load_checkpoint(const std::string& dir, const std::string
         (scheduler_ && m.scheduler_type != scheduler_->type()))
       return invalid_argument(where + "scheduler \"" + m.scheduler_type +
                               "\" does not match this run's");
-    if (m.precision != precision_name(config_) && comm_->rank() == 0)
-      log::warn(where, "saved in ", m.precision, ", loading into ", precision_name(config_),
-                " (fp32 master weights and states carry over)");
+    if (m.precision != precision_name(config_)) {
+      if (comm_->rank() == 0)
+        log::warn(where, "saved in ", m.precision, ", loading into ", precision_name(config_),
+                  " (fp32 master weights and states carry over; the loss scaler starts afresh)");
+    } else {
+      // The one fallible part of applying the state: done (and undone on
+      // failure below) before the ranks agree.
+      ZT_RETURN_IF_ERROR(scaler_->load_state(m.loss_scaler).with_context(where));
+      scaler_loaded = true;
+    }
     std::vector<std::string> names = reader->tensor_names();
     for (const std::string& name : names) {
       std::vector<float>& dst = scratch.emplace_back(strategy_->owned_master().size());
@@ -231,7 +259,11 @@ StatusOr<json> Engine::load_checkpoint(const std::string& dir, const std::string
     }
     return ok_status();
   }();
-  ZT_RETURN_IF_ERROR(agree(*comm_, st));
+  st = agree(*comm_, st);
+  if (!st.ok()) {
+    if (scaler_loaded) (void)scaler_->load_state(scaler_before);  // a state it had: accepted
+    return st;
+  }
 
   // Everyone read everything: replace the state.
   const checkpoint::Manifest& m = reader->manifest();
@@ -247,7 +279,6 @@ StatusOr<json> Engine::load_checkpoint(const std::string& dir, const std::string
   } else {
     optimizer_->set_lr(m.lr);
   }
-  ZT_RETURN_IF_ERROR(scaler_->load_state(m.loss_scaler));
   global_steps_ = m.global_steps;
   skipped_steps_ = m.skipped_steps;
   micro_steps_ = m.global_steps * gas_;  // boundaries at this run's gas
