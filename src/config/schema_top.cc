@@ -131,7 +131,9 @@ void add_top_level_keys(std::vector<KeySpec>& out) {
       {.path = "checkpoint.use_node_local_storage",
        .type = kBool,
        .default_json = "false",
-       .help = "Each node writes its own shards to node-local storage.",
+       .support = kUnsupported,
+       .help = "Each node writes its own shards to node-local storage (zerotrain's checkpoints "
+               "need a directory all ranks share).",
        ZT_FIELD(checkpoint.use_node_local_storage)},
       {.path = "checkpoint.load_universal",
        .type = kBool,

@@ -163,7 +163,7 @@ void add_stage3_keys(std::vector<KeySpec>& out) {
       {.path = "zero_optimization.stage3_gather_16bit_weights_on_model_save",
        .type = kBool,
        .default_json = "false",
-       .help = "Stage 3: gather whole 16-bit weights when saving.",
+       .help = "Stage 3: a save also writes model_16bit.safetensors (whole 16-bit weights).",
        ZT_FIELD(zero.stage3_gather_16bit_weights_on_model_save)},
       // DeepSpeed's pydantic field names (populate_by_name) and old spellings.
       {.path = "zero_optimization.prefetch_bucket_size",
