@@ -13,18 +13,15 @@ int64_t Activations::plan(const GptConfig& cfg, int64_t B, int64_t T, bool att_l
   take(&encoded, BT * C);
   layers.resize(static_cast<size_t>(cfg.n_layer));
   for (LayerActivations& l : layers) {
-    take(&l.ln1, BT * C);
     take(&l.ln1_mean, BT);
     take(&l.ln1_rstd, BT);
     take(&l.qkv, BT * 3 * C);
     take(&l.atty, BT * C);
     take(&l.att, B * cfg.n_head * T * (att_lse ? 1 : T));
     take(&l.res2, BT * C);
-    take(&l.ln2, BT * C);
     take(&l.ln2_mean, BT);
     take(&l.ln2_rstd, BT);
     take(&l.fch, BT * 4 * C);
-    take(&l.fch_gelu, BT * 4 * C);
     take(&l.res3, BT * C);
   }
   take(&lnf, BT * C);
@@ -34,11 +31,12 @@ int64_t Activations::plan(const GptConfig& cfg, int64_t B, int64_t T, bool att_l
   take(&losses, BT);
   take(&ce_lse, BT);
   take(&proj, BT * C);
+  take(&ln, BT * C);
+  take(&fch_gelu, BT * 4 * C);
   take(&dres, BT * C);
   take(&dln, BT * C);
   take(&datty, BT * C);
   take(&dqkv, BT * 3 * C);
-  take(&dfch, BT * 4 * C);
   take(&dfch_gelu, BT * 4 * C);
   return next;
 }

@@ -19,8 +19,12 @@
 
 namespace zerotrain::model {
 
+// Saved per layer: what the backward cannot cheaply recompute. ln_1 and
+// ln_2 outputs and gelu(fch) are recomputed in the backward from the saved
+// inputs and row statistics (llm.c's recompute): elementwise work next to
+// the GEMMs, bit-identical to the forward's values, and 6·B·T·C floats a
+// layer less (a quarter of gpt2-5m's activations).
 struct LayerActivations {
-  float* ln1;       // [B,T,C]
   float* ln1_mean;  // [B,T]
   float* ln1_rstd;  // [B,T]
   float* qkv;       // [B,T,3C]
@@ -28,11 +32,9 @@ struct LayerActivations {
   float* att;       // [B,NH,T,T] softmax probabilities, or [B,NH,T] their
                     // log-sum-exp when the attention is recomputed
   float* res2;      // [B,T,C] residual after attention
-  float* ln2;       // [B,T,C]
   float* ln2_mean;  // [B,T]
   float* ln2_rstd;  // [B,T]
   float* fch;       // [B,T,4C] c_fc output (gelu input)
-  float* fch_gelu;  // [B,T,4C]
   float* res3;      // [B,T,C] block output
 };
 
@@ -47,11 +49,12 @@ struct Activations {
   float* ce_lse;                         // [B,T] log-sum-exp of each logits row
   // Scratch, reused by every layer:
   float* proj;       // [B,T,C] forward: c_proj outputs before the residual add
+  float* ln;         // [B,T,C] the layer's ln_1 / ln_2 output (forward, recomputed in backward)
+  float* fch_gelu;   // [B,T,4C] gelu(fch) (forward, recomputed in backward), then d fch
   float* dres;       // [B,T,C] backward: gradient of the residual stream
   float* dln;        // [B,T,C]
   float* datty;      // [B,T,C]
   float* dqkv;       // [B,T,3C]
-  float* dfch;       // [B,T,4C]
   float* dfch_gelu;  // [B,T,4C]
 
   // Binds the pointers into `base` (when not null) and returns the floats
