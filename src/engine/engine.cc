@@ -115,7 +115,7 @@ StatusOr<float> Engine::evaluate(const int32_t* tokens, const int32_t* targets, 
     return invalid_argument(
         "Engine::evaluate: a forward awaits its backward; evaluate between "
         "optimizer steps");
-  return model_->forward(tokens, targets, B, T);
+  return model_->forward(tokens, targets, B, T, /*for_backward=*/false);
 }
 
 bool Engine::is_gradient_accumulation_boundary() const { return (micro_steps_ + 1) % gas_ == 0; }

@@ -3,7 +3,8 @@
 
 namespace zerotrain::model {
 
-int64_t Activations::plan(const GptConfig& cfg, int64_t B, int64_t T, bool att_lse, float* base) {
+int64_t Activations::plan(const GptConfig& cfg, int64_t B, int64_t T, bool att_lse,
+                          int64_t head_rows_, float* base) {
   const int64_t BT = B * T, C = cfg.n_embd;
   int64_t next = 0;
   auto take = [&](float** p, int64_t n) {
@@ -27,7 +28,9 @@ int64_t Activations::plan(const GptConfig& cfg, int64_t B, int64_t T, bool att_l
   take(&lnf, BT * C);
   take(&lnf_mean, BT);
   take(&lnf_rstd, BT);
-  take(&logits, BT * cfg.padded_vocab);
+  head_rows = head_rows_;
+  take(&logits, head_rows * cfg.padded_vocab);
+  take(&dwte, cfg.padded_vocab * C);
   take(&losses, BT);
   take(&ce_lse, BT);
   take(&proj, BT * C);

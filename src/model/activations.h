@@ -12,6 +12,7 @@
 // Thread-safety: plain data, one owner.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
@@ -44,7 +45,13 @@ struct Activations {
   float* lnf;                            // [B,T,C]
   float* lnf_mean;                       // [B,T]
   float* lnf_rstd;                       // [B,T]
-  float* logits;                         // [B,T,Vp]; the backward overwrites it with dlogits
+  // The lm head runs over row chunks of head_rows rows: logits holds one
+  // chunk [head_rows, Vp] (all [B,T,Vp] when the model keeps full logits)
+  // and is overwritten by that chunk's dlogits; the head's backward is done
+  // in the forward at unit dloss (dln: d lnf, dwte: the chunks' sum) and
+  // scaled by the backward's dloss.
+  float* logits;
+  float* dwte;                           // [Vp,C]
   float* losses;                         // [B,T] per-token cross-entropy
   float* ce_lse;                         // [B,T] log-sum-exp of each logits row
   // Scratch, reused by every layer:
@@ -57,10 +64,22 @@ struct Activations {
   float* dqkv;       // [B,T,3C]
   float* dfch_gelu;  // [B,T,4C]
 
+  int64_t head_rows = 0;
+
   // Binds the pointers into `base` (when not null) and returns the floats
   // needed for shape (B, T) of cfg, each array starting 64-byte aligned.
-  // att_lse: keep the [B,NH,T] log-sum-exp instead of the attention map.
-  int64_t plan(const GptConfig& cfg, int64_t B, int64_t T, bool att_lse, float* base);
+  // att_lse: keep the [B,NH,T] log-sum-exp instead of the attention map;
+  // head_rows: rows of the logits array (the lm head's chunk).
+  int64_t plan(const GptConfig& cfg, int64_t B, int64_t T, bool att_lse, int64_t head_rows,
+               float* base);
 };
+
+// Rows of one lm-head chunk for B·T rows: `requested` if > 0, else about
+// 2 Mi floats of logits (8 MiB) but at least 64 rows so the GEMMs stay
+// efficient; never more than B·T.
+inline int64_t head_chunk_rows(const GptConfig& cfg, int64_t rows, int64_t requested = 0) {
+  const int64_t target = (int64_t{1} << 21) / cfg.padded_vocab / 16 * 16;
+  return std::min(rows, requested > 0 ? requested : std::max<int64_t>(64, target));
+}
 
 }  // namespace zerotrain::model

@@ -16,17 +16,20 @@ void zero(float* p, int64_t n) { std::memset(p, 0, static_cast<size_t>(n) * size
 }  // namespace
 
 Status GptModel::backward_head() {
-  const int64_t B = B_, T = T_, C = cfg_.n_embd, Vp = cfg_.padded_vocab;
+  const int64_t B = B_, T = T_, C = cfg_.n_embd, BT = B_ * T_, Vp = cfg_.padded_vocab;
   const TensorInfo& wte = layout_.wte();
   const TensorInfo& lnf_w = layout_.lnf_weight();
   const float* x = cfg_.n_layer > 0 ? acts_.layers.back().res3 : acts_.encoded;
-  // dlogits overwrite the logits in place.
-  kc::crossentropy_backward(acts_.logits, acts_.logits, acts_.ce_lse, targets_.data(),
-                            dloss_per_token_, B, T, cfg_.vocab_size, Vp);
-  zero(acts_.dln, B * T * C);
-  ZT_RETURN_IF_ERROR(
-      linear_bwd(acts_.dln, g(wte), nullptr, acts_.logits, acts_.lnf, p(wte), C, Vp));
-  zero(acts_.dres, B * T * C);
+  // The forward ran the lm head's backward at unit dloss (forward_head):
+  // scale its d lnf and d wte by this backward's dloss.
+  float* dwte = g(wte);
+  const float* part = acts_.dwte;
+  const float scale = dloss_;
+#pragma omp parallel for schedule(static)
+  for (int64_t i = 0; i < Vp * C; ++i) dwte[i] += scale * part[i];
+#pragma omp parallel for schedule(static)
+  for (int64_t i = 0; i < BT * C; ++i) acts_.dln[i] *= scale;
+  zero(acts_.dres, BT * C);
   kc::layernorm_backward(acts_.dres, g(lnf_w), g(layout_.lnf_bias()), acts_.dln, x, p(lnf_w),
                          acts_.lnf_mean, acts_.lnf_rstd, B, T, C);
   return ok_status();

@@ -2,6 +2,9 @@
 // tied lm head, cross-entropy). Saves what the backward needs in acts_
 // (layernorm outputs and gelu(fch) go to shared scratch; the backward
 // recomputes them, see activations.h).
+#include <algorithm>
+#include <cstring>
+
 #include "kernels/cpu/ops.h"
 #include "model/gpt_model.h"
 
@@ -38,17 +41,36 @@ Status GptModel::forward_block(int64_t l) {
 }
 
 Status GptModel::forward_head() {
-  const int64_t B = B_, T = T_, C = cfg_.n_embd;
+  const int64_t B = B_, T = T_, C = cfg_.n_embd, Vp = cfg_.padded_vocab, BT = B_ * T_;
   const float* x = cfg_.n_layer > 0 ? acts_.layers.back().res3 : acts_.encoded;
   kc::layernorm_forward(acts_.lnf, acts_.lnf_mean, acts_.lnf_rstd, x, p(layout_.lnf_weight()),
                         p(layout_.lnf_bias()), B, T, C);
   // Tied lm head: logits = lnf · wteᵀ over all Vp rows (the padding rows are
-  // zero and the cross-entropy ignores their columns).
-  ZT_RETURN_IF_ERROR(
-      linear_fwd(acts_.logits, acts_.lnf, p(layout_.wte()), nullptr, C, cfg_.padded_vocab));
-  if (targets_.empty()) return ok_status();
-  return kc::crossentropy_forward(acts_.losses, acts_.ce_lse, acts_.logits, targets_.data(), B, T,
-                                  cfg_.vocab_size, cfg_.padded_vocab);
+  // zero and the cross-entropy ignores their columns), a chunk of rows at a
+  // time. For a backward, each chunk's dlogits (at unit dloss) replace its
+  // logits at once and give that chunk's d lnf and share of d wte, so the
+  // [B,T,Vp] logits never exist whole; backward_head scales by dloss.
+  prepare_head();
+  if (for_backward_) {
+    std::memset(acts_.dwte, 0, static_cast<size_t>(Vp * C) * sizeof(float));
+    std::memset(acts_.dln, 0, static_cast<size_t>(BT * C) * sizeof(float));
+  }
+  const int64_t chunk = targets_.empty() ? BT : acts_.head_rows;
+  for (int64_t r0 = 0; r0 < BT; r0 += chunk) {
+    const int64_t rows = std::min(chunk, BT - r0);
+    const float* lnf = acts_.lnf + r0 * C;
+    ZT_RETURN_IF_ERROR(head_fwd(acts_.logits, lnf, rows));
+    if (targets_.empty()) continue;
+    const int32_t* targets = targets_.data() + r0;
+    ZT_RETURN_IF_ERROR(kc::crossentropy_forward(acts_.losses + r0, acts_.ce_lse + r0,
+                                                acts_.logits, targets, 1, rows, cfg_.vocab_size,
+                                                Vp));
+    if (!for_backward_) continue;
+    kc::crossentropy_backward(acts_.logits, acts_.logits, acts_.ce_lse + r0, targets, unit_dloss_,
+                              1, rows, cfg_.vocab_size, Vp);
+    ZT_RETURN_IF_ERROR(head_bwd(acts_.dln + r0 * C, acts_.dwte, acts_.logits, lnf, rows));
+  }
+  return ok_status();
 }
 
 }  // namespace zerotrain::model

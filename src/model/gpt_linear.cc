@@ -48,4 +48,32 @@ Status GptModel::linear_bwd(float* dinp, float* dw, float* db, const float* dout
   return kc::linear_backward_bf16(dinp, dw, db, d16, x16, w16, B_, T_, C, OC);
 }
 
+void GptModel::prepare_head() {
+  if (options_.bf16_compute) {
+    to_bf16(w16_, p(layout_.wte()), cfg_.padded_vocab * cfg_.n_embd);
+  }
+}
+
+Status GptModel::head_fwd(float* logits, const float* lnf, int64_t rows) {
+  const int64_t C = cfg_.n_embd, Vp = cfg_.padded_vocab;
+  if (!options_.bf16_compute) {
+    return kc::linear_forward(logits, lnf, p(layout_.wte()), nullptr, 1, rows, C, Vp);
+  }
+  const auto* w16 = reinterpret_cast<const kc::Bf16Bits*>(w16_.data());  // prepare_head's
+  const kc::Bf16Bits* x16 = to_bf16(x16_, lnf, rows * C);
+  return kc::linear_forward_bf16(logits, x16, w16, nullptr, 1, rows, C, Vp);
+}
+
+Status GptModel::head_bwd(float* dln, float* dwte, const float* dlogits, const float* lnf,
+                          int64_t rows) {
+  const int64_t C = cfg_.n_embd, Vp = cfg_.padded_vocab;
+  if (!options_.bf16_compute) {
+    return kc::linear_backward(dln, dwte, nullptr, dlogits, lnf, p(layout_.wte()), 1, rows, C, Vp);
+  }
+  const auto* w16 = reinterpret_cast<const kc::Bf16Bits*>(w16_.data());
+  const kc::Bf16Bits* x16 = to_bf16(x16_, lnf, rows * C);
+  const kc::Bf16Bits* d16 = to_bf16(d16_, dlogits, rows * Vp);
+  return kc::linear_backward_bf16(dln, dwte, nullptr, d16, x16, w16, 1, rows, C, Vp);
+}
+
 }  // namespace zerotrain::model

@@ -15,13 +15,20 @@ namespace zerotrain::model {
 namespace {
 
 // Elements of the bf16 operand scratch: weight (largest: the lm head's
-// wte or c_fc), input (up to [B,T,4C]), output gradient (up to [B,T,Vp]).
+// wte or c_fc), input (up to [B,T,4C]), output gradient (up to [B,T,4C],
+// or a head chunk's [rows,Vp]).
 struct Bf16Scratch {
   int64_t weight, input, dout;
 };
-Bf16Scratch bf16_scratch(const GptConfig& cfg, int64_t B, int64_t T) {
+Bf16Scratch bf16_scratch(const GptConfig& cfg, int64_t B, int64_t T, int64_t head_rows) {
   const int64_t C = cfg.n_embd, wide = std::max(cfg.padded_vocab, 4 * C);
-  return {wide * C, B * T * 4 * C, B * T * wide};
+  return {wide * C, B * T * 4 * C, std::max(B * T * 4 * C, head_rows * cfg.padded_vocab)};
+}
+
+// Rows of the logits array: all of B·T with full_logits, else a chunk.
+int64_t logits_rows(const GptConfig& cfg, int64_t B, int64_t T, bool full_logits,
+                    int64_t requested) {
+  return full_logits ? B * T : head_chunk_rows(cfg, B * T, requested);
 }
 
 }  // namespace
@@ -54,12 +61,14 @@ StatusOr<GptModel> GptModel::create(const GptConfig& cfg, const GptModelOptions&
     ZT_ASSIGN_OR_RETURN(m.own_grads_, tensor::AlignedBuffer<float>::allocate(n));
   }
   const bool lse = opts.recompute_attention;
-  const int64_t acts = m.acts_.plan(cfg, opts.max_batch, opts.max_seq, lse, nullptr);
+  const int64_t head_rows =
+      logits_rows(cfg, opts.max_batch, opts.max_seq, opts.full_logits, opts.head_rows);
+  const int64_t acts = m.acts_.plan(cfg, opts.max_batch, opts.max_seq, lse, head_rows, nullptr);
   ZT_ASSIGN_OR_RETURN(m.act_buffer_,
                       tensor::AlignedBuffer<float>::allocate(static_cast<size_t>(acts)));
-  m.acts_.plan(cfg, opts.max_batch, opts.max_seq, lse, m.act_buffer_.data());
+  m.acts_.plan(cfg, opts.max_batch, opts.max_seq, lse, head_rows, m.act_buffer_.data());
   if (opts.bf16_compute) {
-    const Bf16Scratch n16 = bf16_scratch(cfg, opts.max_batch, opts.max_seq);
+    const Bf16Scratch n16 = bf16_scratch(cfg, opts.max_batch, opts.max_seq, head_rows);
     using Buf16 = tensor::AlignedBuffer<tensor::BFloat16>;
     ZT_ASSIGN_OR_RETURN(m.w16_, Buf16::allocate(static_cast<size_t>(n16.weight)));
     ZT_ASSIGN_OR_RETURN(m.x16_, Buf16::allocate(static_cast<size_t>(n16.input)));
@@ -163,8 +172,10 @@ Status GptModel::check_bound(int stage, Pass pass) const {
 }
 
 StatusOr<float> GptModel::forward(const int32_t* tokens, const int32_t* targets, int64_t B,
-                                  int64_t T) {
+                                  int64_t T, bool for_backward) {
   backward_ready_ = false;
+  if (targets == nullptr && !options_.full_logits)
+    return invalid_argument("forward without targets (inference) needs GptModelOptions.full_logits");
   if (B < 1 || B > options_.max_batch || T < 1 || T > options_.max_seq) {
     return invalid_argument(
         "forward: B=" + std::to_string(B) + ", T=" + std::to_string(T) +
@@ -173,11 +184,25 @@ StatusOr<float> GptModel::forward(const int32_t* tokens, const int32_t* targets,
   }
   B_ = B, T_ = T;
   tokens_.assign(tokens, tokens + B * T);
+  valid_targets_ = 0;
   if (targets != nullptr) {
     targets_.assign(targets, targets + B * T);
+    for (int32_t t : targets_) valid_targets_ += t >= 0 ? 1 : 0;
   } else {
     targets_.clear();
   }
+  for (int64_t i = 0; i < static_cast<int64_t>(targets_.size()); ++i) {
+    if (targets_[i] >= cfg_.vocab_size) {
+      return invalid_argument("forward: target " + std::to_string(targets_[i]) + " at (b=" +
+                              std::to_string(i / T) + ", t=" + std::to_string(i % T) +
+                              ") is outside the vocabulary [0, " +
+                              std::to_string(cfg_.vocab_size) + ")");
+    }
+  }
+  for_backward_ = targets != nullptr && for_backward;
+  // The head's backward in the forward uses d(mean)/d(token loss) = 1/valid;
+  // backward(dloss) scales its results by dloss.
+  unit_dloss_ = valid_targets_ > 0 ? 1.0f / static_cast<float>(valid_targets_) : 0.0f;
   const int last = num_groups() - 1;
   for (int s = 0; s <= last; ++s) {
     ZT_RETURN_IF_ERROR(run_hook(hooks_.before_forward, s));
@@ -192,22 +217,21 @@ StatusOr<float> GptModel::forward(const int32_t* tokens, const int32_t* targets,
     ZT_RETURN_IF_ERROR(run_hook(hooks_.after_forward, s));
   }
   if (targets == nullptr) return std::numeric_limits<float>::quiet_NaN();
-  valid_targets_ = 0;
   double sum = 0.0;  // double: the mean is exact to fp32 for any B·T
   for (int64_t i = 0; i < B * T; ++i) {
-    if (targets_[i] >= 0) ++valid_targets_, sum += acts_.losses[i];
+    if (targets_[i] >= 0) sum += acts_.losses[i];
   }
-  backward_ready_ = true;
+  backward_ready_ = for_backward_;
   return valid_targets_ > 0 ? static_cast<float>(sum / static_cast<double>(valid_targets_)) : 0.0f;
 }
 
 Status GptModel::backward(float dloss) {
   if (!backward_ready_) {
-    return invalid_argument("backward: needs a forward with targets since the last backward");
+    return invalid_argument(
+        "backward: needs a forward with targets (for backward) since the last backward");
   }
-  backward_ready_ = false;  // the head's backward overwrites the logits
-  // d(mean)/d(loss[b,t]) for every counted token.
-  dloss_per_token_ = valid_targets_ > 0 ? dloss / static_cast<float>(valid_targets_) : 0.0f;
+  backward_ready_ = false;
+  dloss_ = dloss;
   const int last = num_groups() - 1;
   for (int s = last; s >= 0; --s) {
     ZT_RETURN_IF_ERROR(run_hook(hooks_.before_backward, s));
@@ -229,12 +253,14 @@ std::span<const float> GptModel::losses() const {
 }
 
 int64_t GptModel::activation_bytes(const GptConfig& cfg, int64_t B, int64_t T, bool bf16_compute,
-                                   bool recompute_attention) {
+                                   bool recompute_attention, bool full_logits,
+                                   int64_t head_rows) {
   Activations a;
+  const int64_t rows = logits_rows(cfg, B, T, full_logits, head_rows);
   int64_t bytes =
-      a.plan(cfg, B, T, recompute_attention, nullptr) * static_cast<int64_t>(sizeof(float));
+      a.plan(cfg, B, T, recompute_attention, rows, nullptr) * static_cast<int64_t>(sizeof(float));
   if (bf16_compute) {
-    const Bf16Scratch n16 = bf16_scratch(cfg, B, T);
+    const Bf16Scratch n16 = bf16_scratch(cfg, B, T, rows);
     bytes += 2 * (n16.weight + n16.input + n16.dout);
   }
   return bytes;

@@ -55,7 +55,9 @@
 // == Semantics ==
 // forward: loss = mean over tokens with target >= 0 of the cross-entropy
 // (targets < 0 are ignored); per-token losses in losses(). targets may be
-// null (inference: loss is NaN, logits() valid, no backward).
+// null (inference: loss is NaN, logits() valid, no backward; needs
+// full_logits). With for_backward the forward also runs the lm head's
+// backward at unit dloss, chunk by chunk, so no [B,T,Vp] array is kept.
 // backward(dloss): ADDS d(dloss · loss)/dθ into the gradient buffers, so
 // calling it after each of k micro-batch forwards with dloss = 1/k
 // accumulates the mean over the k micro-batches; zero_gradients() starts
@@ -97,6 +99,14 @@ struct GptModelOptions {
   // the attention map in the backward (kernels' attention_*_lse: ~5% more
   // time) instead of saving the [B,NH,T,T] map.
   bool recompute_attention = true;
+  // Keep the logits of all B·T rows (logits(), and forward without
+  // targets). Off, the lm head runs over chunks of head_chunk_rows rows
+  // (activations.h) and only one chunk of logits exists: gpt2-5m at
+  // B 8 x T 256 keeps 8 MiB instead of 64 MiB, gpt2 at B 8 x T 1024 13 MiB
+  // instead of 1.6 GiB.
+  bool full_logits = false;
+  // Rows of an lm-head chunk; 0: automatic (head_chunk_rows in activations.h).
+  int64_t head_rows = 0;
 };
 
 // Callbacks around each stage (see above); empty ones are skipped.
@@ -151,19 +161,25 @@ class GptModel {
   // tokens, targets: [B,T] row-major; copied, so they may be freed after.
   // InvalidArgument for B, T out of range, a token outside [0, V) or a
   // target >= V (naming b, t), or an unbound group.
-  StatusOr<float> forward(const int32_t* tokens, const int32_t* targets, int64_t B, int64_t T);
-  // InvalidArgument if there was no forward with targets since the last
-  // backward.
+  // for_backward = false (evaluation) skips the head's backward work and
+  // allows no backward.
+  StatusOr<float> forward(const int32_t* tokens, const int32_t* targets, int64_t B, int64_t T,
+                          bool for_backward = true);
+  // InvalidArgument if there was no forward with targets (for backward)
+  // since the last backward.
   Status backward(float dloss = 1.0f);
 
   std::span<const float> losses() const;                // [B*T] of the last forward
-  const float* logits() const { return acts_.logits; }  // [B,T,Vp]; until backward
+  // [B,T,Vp] of the last forward (full_logits only; else the last chunk's
+  // rows, overwritten by their dlogits when for_backward).
+  const float* logits() const { return acts_.logits; }
   MemoryStats memory() const;
   // Activation + scratch bytes a model of cfg needs for (B, T), including
   // the bf16 operand scratch when bf16_compute (options as in
   // GptModelOptions).
   static int64_t activation_bytes(const GptConfig& cfg, int64_t B, int64_t T,
-                                  bool bf16_compute = false, bool recompute_attention = true);
+                                  bool bf16_compute = false, bool recompute_attention = true,
+                                  bool full_logits = false, int64_t head_rows = 0);
 
   // Groups whose parameters stage `stage` reads in `pass`, and whose
   // gradients its backward adds into (see the header comment).
@@ -186,6 +202,13 @@ class GptModel {
                     int64_t OC);
   Status linear_bwd(float* dinp, float* dw, float* db, const float* dout, const float* inp,
                     const float* w, int64_t C, int64_t OC);
+  // The tied lm head over `rows` rows of lnf (gpt_linear.cc): logits =
+  // lnf · wteᵀ, and its backward (dln = dlogits · wte, dwte += dlogitsᵀ ·
+  // lnf). With bf16_compute, prepare_head() rounds wte into the weight
+  // scratch once for all chunks of a pass.
+  void prepare_head();
+  Status head_fwd(float* logits, const float* lnf, int64_t rows);
+  Status head_bwd(float* dln, float* dwte, const float* dlogits, const float* lnf, int64_t rows);
   const float* p(const TensorInfo& t) const;  // parameter tensor address
   float* g(const TensorInfo& t) const;        // gradient tensor address
 
@@ -203,7 +226,9 @@ class GptModel {
   Activations acts_;
   std::vector<int32_t> tokens_, targets_;  // [B*T] of the current pass
   int64_t B_ = 0, T_ = 0, valid_targets_ = 0;
-  float dloss_per_token_ = 0.0f;
+  float unit_dloss_ = 0.0f;  // d(mean loss)/d(token loss) the forward used: 1/valid
+  float dloss_ = 1.0f;       // the current backward's dloss
+  bool for_backward_ = false;
   bool backward_ready_ = false;
 };
 

@@ -202,10 +202,19 @@ TEST(GptModelBuffers, ArgumentErrorsNameTheProblem) {
 }
 
 TEST(GptModelBuffers, InferenceAndIgnoredTargets) {
-  GptModel m = make(true);
+  GptModel chunked = make(true);
+  chunked.init_parameters(2);
+  const std::vector<int32_t> tok = random_tokens(B * T, 23, 5);
+  StatusOr<float> refused = chunked.forward(tok.data(), nullptr, B, T);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("full_logits"), std::string::npos);
+
+  StatusOr<GptModel> made =
+      GptModel::create(micro_config(), {.max_batch = B, .max_seq = T, .full_logits = true});
+  ASSERT_TRUE(made.ok());
+  GptModel& m = *made;
   m.init_parameters(2);
   m.zero_gradients();
-  const std::vector<int32_t> tok = random_tokens(B * T, 23, 5);
   StatusOr<float> r = m.forward(tok.data(), nullptr, B, T);
   ASSERT_TRUE(r.ok());
   EXPECT_TRUE(std::isnan(*r));
@@ -231,12 +240,13 @@ TEST(GptModelBuffers, MemoryAccountingMatchesTheArrays) {
   EXPECT_EQ(mem.activation_bytes, GptModel::activation_bytes(cfg, B, T));
   // Saved per layer: qkv(3), atty, res2, fch(4), res3 = 10·BTC (ln_1, ln_2
   // and gelu are recomputed), 4 row statistics, attention lse NH·T·B; head:
-  // encoded, lnf, 2 stats, logits BT·Vp, losses, lse; scratch: proj, ln,
-  // fch_gelu(4), dres, dln, datty, dqkv(3), dfch_gelu(4) = 16·BTC.
+  // encoded, lnf, 2 stats, one chunk of logits (here all BT rows: fewer
+  // than 64) · Vp, dwte Vp·C, losses, lse; scratch: proj, ln, fch_gelu(4),
+  // dres, dln, datty, dqkv(3), dfch_gelu(4) = 16·BTC.
   const int64_t BT = B * T, C = cfg.n_embd, L = cfg.n_layer;
   const int64_t floats = L * (10 * BT * C + 4 * BT + cfg.n_head * T * B) + 2 * BT * C + 4 * BT +
-                         BT * cfg.padded_vocab + 16 * BT * C;
-  const int64_t arrays = 10 * L + 15;  // each padded to 16 floats at most
+                         BT * cfg.padded_vocab + cfg.padded_vocab * C + 16 * BT * C;
+  const int64_t arrays = 10 * L + 16;  // each padded to 16 floats at most
   EXPECT_GE(mem.activation_bytes, floats * 4);
   EXPECT_LT(mem.activation_bytes, (floats + 16 * arrays) * 4);
   // Saving the attention maps instead of their log-sum-exp costs exactly
@@ -246,6 +256,46 @@ TEST(GptModelBuffers, MemoryAccountingMatchesTheArrays) {
   const int64_t maps = GptModel::activation_bytes(gpt2, 1, 1024, false, false);
   EXPECT_EQ(maps - lean, 12LL * 12 * (1024 * 1024 - 1024) * 4);  // 575.4 MiB
   EXPECT_LT(lean, 1LL << 30);
+}
+
+// The lm head in chunks of 3 rows (with a short last chunk) against all
+// rows at once: the same per-token losses and, up to the summation order of
+// d wte over chunks, the same gradients; bf16 likewise.
+TEST(GptModelBuffers, ChunkedHeadEqualsTheWholeHead) {
+  for (bool bf16 : {false, true}) {
+    auto run = [&](bool full) {
+      StatusOr<GptModel> m = GptModel::create(
+          micro_config(), {.max_batch = B, .max_seq = T, .bf16_compute = bf16, .full_logits = full,
+                           .head_rows = 3});
+      ZT_CHECK(m.ok(), m.status().to_string());
+      m->init_parameters(4);
+      m->zero_gradients();
+      const std::vector<int32_t> tok = random_tokens(B * T, 23, 7), tg = random_tokens(B * T, 23, 8);
+      StatusOr<float> loss = m->forward(tok.data(), tg.data(), B, T);
+      ZT_CHECK(loss.ok(), loss.status().to_string());
+      ZT_CHECK(m->backward(0.75f).ok(), "backward");
+      std::vector<float> out(m->losses().begin(), m->losses().end());
+      out.push_back(*loss);
+      out.insert(out.end(), m->gradients(), m->gradients() + m->layout().total_numel());
+      return out;
+    };
+    const std::vector<float> whole = run(true), chunks = run(false);
+    ASSERT_EQ(whole.size(), chunks.size());
+    for (int i = 0; i <= B * T; ++i) EXPECT_EQ(chunks[i], whole[i]) << "loss " << i << " bf16 " << bf16;
+    double err = 0, norm = 0;
+    for (size_t i = B * T + 1; i < whole.size(); ++i) {
+      err = std::max(err, std::abs(double(chunks[i]) - whole[i]));
+      norm = std::max(norm, std::abs(double(whole[i])));
+    }
+    EXPECT_GT(norm, 0);
+    EXPECT_LE(err, 1e-6 * norm) << "bf16 " << bf16;
+  }
+  // Evaluation (for_backward = false) gives the loss and allows no backward.
+  GptModel e = make(true);
+  e.init_parameters(4);
+  const std::vector<int32_t> tok = random_tokens(B * T, 23, 7), tg = random_tokens(B * T, 23, 8);
+  ASSERT_TRUE(e.forward(tok.data(), tg.data(), B, T, /*for_backward=*/false).ok());
+  EXPECT_FALSE(e.backward().ok());
 }
 
 }  // namespace
