@@ -20,8 +20,8 @@ struct CheckpointFlags {
 };
 
 StatusOr<std::string> tag_directory(const CheckpointFlags& f) {
-  if (f.tag.empty() &&
-      std::filesystem::exists(f.dir + "/" + checkpoint::kManifestName))
+  std::error_code ec;
+  if (f.tag.empty() && std::filesystem::exists(f.dir + "/" + checkpoint::kManifestName, ec))
     return f.dir;
   std::string tag = f.tag;
   if (tag.empty()) {

@@ -181,9 +181,10 @@ Status Engine::save_checkpoint(const std::string& dir, const std::string& tag,
       const std::string old = tag_dir + kReplacedSuffix;
       // A save killed between the two renames below left TAG only as
       // TAG.replaced: put it back before replacing it again.
-      if (!fs::exists(tag_dir) && fs::exists(old)) fs::rename(old, tag_dir, ec);
+      std::error_code probe;  // exists() with an error code never throws
+      if (!fs::exists(tag_dir, probe) && fs::exists(old, probe)) fs::rename(old, tag_dir, ec);
       if (!ec) fs::remove_all(old, ec);
-      if (!ec && fs::exists(tag_dir)) fs::rename(tag_dir, old, ec);
+      if (!ec && fs::exists(tag_dir, probe)) fs::rename(tag_dir, old, ec);
       if (!ec) fs::rename(staging, tag_dir, ec);
       if (ec) return io_error("save_checkpoint: cannot move " + staging + " to " + tag_dir + ": " +
                               ec.message());
@@ -212,7 +213,8 @@ StatusOr<json> Engine::load_checkpoint(const std::string& dir, const std::string
       ZT_ASSIGN_OR_RETURN(tag, checkpoint::read_latest_tag(dir));
     }
     std::string tag_dir = dir + "/" + tag;
-    if (!fs::exists(tag_dir) && fs::exists(tag_dir + kReplacedSuffix)) {
+    std::error_code probe;
+    if (!fs::exists(tag_dir, probe) && fs::exists(tag_dir + kReplacedSuffix, probe)) {
       // A re-save of this tag was killed between its two renames.
       tag_dir += kReplacedSuffix;
       log::warn("checkpoint ", dir, "/", tag, " is missing; loading ", tag_dir,
