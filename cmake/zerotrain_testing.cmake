@@ -1,11 +1,12 @@
-# zt_add_gtest(NAME <name> SOURCES <files...> LIBS <targets...> [LABELS <l...>] [TIMEOUT s])
+# zt_add_gtest(NAME <name> SOURCES <files...> LIBS <targets...> [LABELS <l...>] [TIMEOUT s]
+#              [RUN_SERIAL])
 # One GoogleTest binary; its cases are registered with ctest at test time
 # (PRE_TEST discovery, so building does not run the binaries).
 find_package(GTest REQUIRED)
 include(GoogleTest)
 
 function(zt_add_gtest)
-  cmake_parse_arguments(ARG "" "NAME;TIMEOUT" "SOURCES;LIBS;LABELS" ${ARGN})
+  cmake_parse_arguments(ARG "RUN_SERIAL" "NAME;TIMEOUT" "SOURCES;LIBS;LABELS" ${ARGN})
   if(NOT ARG_TIMEOUT)
     set(ARG_TIMEOUT 120)
   endif()
@@ -19,6 +20,9 @@ function(zt_add_gtest)
     DISCOVERY_MODE PRE_TEST
     # Passive OpenMP waits: ctest runs tests in parallel on few cores, where
     # spinning worker threads of one test starve the others.
+    # RUN_SERIAL: timing assertions that a loaded machine (ctest -j with
+    # multi-process tests beside them) could break run alone.
     PROPERTIES LABELS "${ARG_LABELS}" TIMEOUT ${ARG_TIMEOUT} ENVIRONMENT "OMP_WAIT_POLICY=passive"
+               RUN_SERIAL ${ARG_RUN_SERIAL}
     TEST_PREFIX "${ARG_NAME}.")
 endfunction()
