@@ -60,6 +60,43 @@ Status pread_all(int fd, void* out, int64_t size, int64_t offset, const std::str
   return ok_status();
 }
 
+// The header bytes [0, data start) of an open shard of `file_size` bytes,
+// after the magic, version and bounds checks; not yet checksummed or parsed.
+struct RawHeader {
+  std::vector<unsigned char> bytes;
+  int64_t text_bytes = 0;  // the JSON: bytes [kPrefixBytes, kPrefixBytes + text_bytes)
+};
+
+StatusOr<RawHeader> read_raw_header(int fd, int64_t file_size, const std::string& path) {
+  const std::string where = "checkpoint shard " + path + ": ";
+  unsigned char prefix[kPrefixBytes];
+  if (file_size < kPrefixBytes) return corruption(where + "truncated header");
+  ZT_RETURN_IF_ERROR(pread_all(fd, prefix, kPrefixBytes, 0, path));
+  if (std::memcmp(prefix, kMagic, sizeof(kMagic)) != 0)
+    return corruption(where + "wrong magic (not a zerotrain checkpoint shard)");
+  if (get_u32(prefix + 8) != kShardVersion)
+    return corruption(where + "shard version " + std::to_string(get_u32(prefix + 8)));
+  RawHeader h;
+  h.text_bytes = get_u32(prefix + 12);
+  const int64_t data_start = align_up(kPrefixBytes + h.text_bytes);
+  if (data_start > file_size) return corruption(where + "header runs past the end of the file");
+  h.bytes.resize(static_cast<size_t>(data_start));
+  ZT_RETURN_IF_ERROR(pread_all(fd, h.bytes.data(), data_start, 0, path));
+  return h;
+}
+
+json parse_json(const RawHeader& h) {
+  const auto text = h.bytes.begin() + kPrefixBytes;
+  return json::parse(text, text + h.text_bytes, nullptr, false);
+}
+
+std::vector<zero::Range> ranges_of(const json& header) {
+  std::vector<zero::Range> ranges;
+  for (const json& x : header.at("ranges"))
+    ranges.push_back({x.at(0).get<int64_t>(), x.at(1).get<int64_t>()});
+  return ranges;
+}
+
 }  // namespace
 
 StatusOr<WrittenShard> write_shard(const std::string& path, int rank,
@@ -105,26 +142,22 @@ StatusOr<ShardEntry> describe_shard(const std::string& path) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return errno_status("open " + path, errno);
   struct stat st {};
-  unsigned char prefix[kPrefixBytes];
-  Status s = ::fstat(fd, &st) == 0 ? ok_status() : errno_status("stat " + path, errno);
-  if (s.ok()) s = pread_all(fd, prefix, kPrefixBytes, 0, path);
-  std::vector<unsigned char> head;
-  if (s.ok()) {
-    head.resize(static_cast<size_t>(align_up(kPrefixBytes + get_u32(prefix + 12))));
-    s = pread_all(fd, head.data(), static_cast<int64_t>(head.size()), 0, path);
+  if (::fstat(fd, &st) != 0) {
+    const int err = errno;
+    ::close(fd);
+    return errno_status("stat " + path, err);
   }
+  StatusOr<RawHeader> head = read_raw_header(fd, st.st_size, path);
   ::close(fd);
-  ZT_RETURN_IF_ERROR(s);
-  ShardEntry e{.file = std::filesystem::path(path).filename().string(),
-               .bytes = st.st_size,
-               .header_crc32 = crc32(head.data(), head.size())};
-  json h = json::parse(head.begin() + kPrefixBytes,
-                       head.begin() + kPrefixBytes + get_u32(prefix + 12), nullptr, false);
+  ZT_RETURN_IF_ERROR(head.status());
+  const json h = parse_json(*head);
   if (h.is_discarded() || !h.contains("ranges") || !h.contains("rank"))
     return corruption("checkpoint shard " + path + ": bad header");
-  e.rank = h["rank"].get<int>();
-  for (const json& x : h["ranges"]) e.ranges.push_back({x.at(0).get<int64_t>(), x.at(1).get<int64_t>()});
-  return e;
+  return ShardEntry{.rank = h["rank"].get<int>(),
+                    .file = std::filesystem::path(path).filename().string(),
+                    .bytes = st.st_size,
+                    .header_crc32 = crc32(head->bytes.data(), head->bytes.size()),
+                    .ranges = ranges_of(h)};
 }
 
 StatusOr<ShardReader> ShardReader::open(const std::string& path, const ShardEntry& expected,
@@ -144,27 +177,14 @@ StatusOr<ShardReader> ShardReader::open(const std::string& path, const ShardEntr
                       std::to_string(expected.bytes) +
                       (st.st_size < expected.bytes ? " (truncated)" : ""));
   }
-  unsigned char prefix[kPrefixBytes];
-  if (st.st_size < kPrefixBytes) return corruption(where + "truncated header");
-  ZT_RETURN_IF_ERROR(pread_all(r.fd_, prefix, kPrefixBytes, 0, path));
-  if (std::memcmp(prefix, kMagic, sizeof(kMagic)) != 0)
-    return corruption(where + "wrong magic (not a zerotrain checkpoint shard)");
-  if (get_u32(prefix + 8) != kShardVersion)
-    return corruption(where + "shard version " + std::to_string(get_u32(prefix + 8)));
-  const int64_t text_bytes = get_u32(prefix + 12);
-  const int64_t data_start = align_up(kPrefixBytes + text_bytes);
-  if (data_start > st.st_size) return corruption(where + "header runs past the end of the file");
-  std::vector<unsigned char> head(static_cast<size_t>(data_start));
-  ZT_RETURN_IF_ERROR(pread_all(r.fd_, head.data(), data_start, 0, path));
-  if (crc32(head.data(), head.size()) != expected.header_crc32)
+  ZT_ASSIGN_OR_RETURN(RawHeader head, read_raw_header(r.fd_, st.st_size, path));
+  const int64_t data_start = static_cast<int64_t>(head.bytes.size());
+  if (crc32(head.bytes.data(), head.bytes.size()) != expected.header_crc32)
     return corruption(where + "header checksum mismatch");
-  json h = json::parse(head.begin() + kPrefixBytes, head.begin() + kPrefixBytes + text_bytes,
-                       nullptr, false);
+  const json h = parse_json(head);
   if (h.is_discarded()) return corruption(where + "header is not valid JSON");
   try {
-    std::vector<zero::Range> ranges;
-    for (const json& x : h.at("ranges"))
-      ranges.push_back({x.at(0).get<int64_t>(), x.at(1).get<int64_t>()});
+    const std::vector<zero::Range> ranges = ranges_of(h);
     if (ranges != expected.ranges || h.at("rank").get<int>() != expected.rank)
       return corruption(where + "ranges or rank differ from the manifest's");
     r.chunk_elements_ = h.at("chunk_elements").get<int64_t>();

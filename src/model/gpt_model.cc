@@ -187,11 +187,13 @@ StatusOr<float> GptModel::forward(const int32_t* tokens, const int32_t* targets,
   valid_targets_ = 0;
   if (targets != nullptr) {
     targets_.assign(targets, targets + B * T);
-    for (int32_t t : targets_) valid_targets_ += t >= 0 ? 1 : 0;
   } else {
     targets_.clear();
   }
+  // One pass: count the targets that count, refuse one outside the
+  // vocabulary here (the head sees them a chunk at a time).
   for (int64_t i = 0; i < static_cast<int64_t>(targets_.size()); ++i) {
+    valid_targets_ += targets_[i] >= 0 ? 1 : 0;
     if (targets_[i] >= cfg_.vocab_size) {
       return invalid_argument("forward: target " + std::to_string(targets_[i]) + " at (b=" +
                               std::to_string(i / T) + ", t=" + std::to_string(i % T) +
