@@ -14,6 +14,7 @@
 #include <utility>
 
 #include "checkpoint/safetensors_header.h"
+#include "common/file_read.h"
 #include "tensor/convert.h"
 
 namespace zerotrain::checkpoint {
@@ -205,22 +206,7 @@ const SafetensorsTensor* SafetensorsFile::find(std::string_view name) const {
 }
 
 Status SafetensorsFile::pread_all(void* dst, int64_t size, int64_t file_offset) const {
-  char* p = static_cast<char*>(dst);
-  while (size > 0) {
-    const ssize_t n = ::pread(fd_, p, static_cast<size_t>(size), file_offset);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return errno_status("read " + path_, errno);
-    }
-    if (n == 0) {
-      return corruption("safetensors file " + path_ + ": ends at byte " +
-                        std::to_string(file_offset) + " (it shrank after open)");
-    }
-    p += n;
-    size -= n;
-    file_offset += n;
-  }
-  return ok_status();
+  return pread_exact(fd_, dst, size, file_offset, "safetensors file " + path_);
 }
 
 Status SafetensorsFile::read_f32(const SafetensorsTensor& t, int64_t first, int64_t count,

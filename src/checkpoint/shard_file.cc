@@ -15,6 +15,7 @@
 
 #include "common/atomic_file.h"
 #include "common/crc32.h"
+#include "common/file_read.h"
 
 namespace zerotrain::checkpoint {
 namespace {
@@ -44,22 +45,6 @@ std::vector<uint32_t> chunk_crcs(std::span<const float> v) {
   return out;
 }
 
-Status pread_all(int fd, void* out, int64_t size, int64_t offset, const std::string& path) {
-  char* p = static_cast<char*>(out);
-  while (size > 0) {
-    const ssize_t n = ::pread(fd, p, static_cast<size_t>(size), offset);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return errno_status("read " + path, errno);
-    }
-    if (n == 0) return corruption("checkpoint shard " + path + ": unexpected end of file");
-    p += n;
-    size -= n;
-    offset += n;
-  }
-  return ok_status();
-}
-
 // The header bytes [0, data start) of an open shard of `file_size` bytes,
 // after the magic, version and bounds checks; not yet checksummed or parsed.
 struct RawHeader {
@@ -71,7 +56,7 @@ StatusOr<RawHeader> read_raw_header(int fd, int64_t file_size, const std::string
   const std::string where = "checkpoint shard " + path + ": ";
   unsigned char prefix[kPrefixBytes];
   if (file_size < kPrefixBytes) return corruption(where + "truncated header");
-  ZT_RETURN_IF_ERROR(pread_all(fd, prefix, kPrefixBytes, 0, path));
+  ZT_RETURN_IF_ERROR(pread_exact(fd, prefix, kPrefixBytes, 0, "checkpoint shard " + path));
   if (std::memcmp(prefix, kMagic, sizeof(kMagic)) != 0)
     return corruption(where + "wrong magic (not a zerotrain checkpoint shard)");
   if (get_u32(prefix + 8) != kShardVersion)
@@ -81,7 +66,7 @@ StatusOr<RawHeader> read_raw_header(int fd, int64_t file_size, const std::string
   const int64_t data_start = align_up(kPrefixBytes + h.text_bytes);
   if (data_start > file_size) return corruption(where + "header runs past the end of the file");
   h.bytes.resize(static_cast<size_t>(data_start));
-  ZT_RETURN_IF_ERROR(pread_all(fd, h.bytes.data(), data_start, 0, path));
+  ZT_RETURN_IF_ERROR(pread_exact(fd, h.bytes.data(), data_start, 0, "checkpoint shard " + path));
   return h;
 }
 
@@ -241,8 +226,9 @@ Status ShardReader::read(int tensor, int64_t first, int64_t count, float* out) c
   for (int64_t c = first / C; count > 0 && c * C < first + count; ++c) {
     const int64_t c0 = c * C, n = std::min(C, t.numel - c0);
     chunk.resize(static_cast<size_t>(n));
-    ZT_RETURN_IF_ERROR(pread_all(fd_, chunk.data(), n * static_cast<int64_t>(sizeof(float)),
-                                 t.offset + c0 * static_cast<int64_t>(sizeof(float)), path_));
+    ZT_RETURN_IF_ERROR(pread_exact(fd_, chunk.data(), n * static_cast<int64_t>(sizeof(float)),
+                                   t.offset + c0 * static_cast<int64_t>(sizeof(float)),
+                                   "checkpoint shard " + path_));
     if (crc32(chunk.data(), chunk.size() * sizeof(float)) != t.chunk_crc[static_cast<size_t>(c)]) {
       return corruption("checkpoint shard " + path_ + ": checksum mismatch in " + t.name +
                         " at values [" + std::to_string(c0) + ", " +
