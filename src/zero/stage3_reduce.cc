@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "optim/grad_utils.h"
+#include "zero/pass_trace.h"
 #include "zero/stage3_strategy.h"
 
 namespace zerotrain::zero {
@@ -46,8 +47,7 @@ void copy_compact(const CompactList& l, int64_t group_offset, const float* full,
 }  // namespace
 
 Status Stage3Strategy::on_before_backward(int s) {
-  const int G = options_.model->num_groups();
-  ZT_RETURN_IF_ERROR(coordinator_.before_step(2 * G - 1 - s));
+  ZT_RETURN_IF_ERROR(coordinator_.before_step(backward_step(*options_.model, s)));
   for (int g : options_.model->grad_groups_written(s)) {
     GroupBuffers& b = buffers_[static_cast<size_t>(g)];
     if (!b.grads.empty()) continue;  // group 0: bound since the head's stage
@@ -63,8 +63,7 @@ Status Stage3Strategy::on_before_backward(int s) {
 // the encoder's, the last): reduce them first, then release parameters.
 Status Stage3Strategy::on_after_backward(int s) {
   ZT_RETURN_IF_ERROR(reduce_group(s));
-  const int G = options_.model->num_groups();
-  return coordinator_.after_step(2 * G - 1 - s);
+  return coordinator_.after_step(backward_step(*options_.model, s));
 }
 
 Status Stage3Strategy::reduce_group(int g) {

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <string>
 
+#include "zero/pass_trace.h"
 #include "zero/sharded_strategy.h"
 
 namespace zerotrain::zero {
@@ -50,21 +51,6 @@ Status validate(const Stage3Options& o) {
     return invalid_argument("gradient_predivide_factor: must be a positive number, got " +
                             std::to_string(o.predivide_factor));
   return Status();
-}
-
-// One micro-step: forward stages 0..G-1, backward G-1..0 (step 2G-1-s).
-std::vector<TraceStep> pass_trace(const model::GptModel& m) {
-  const int G = m.num_groups();
-  std::vector<TraceStep> t;
-  auto name = [&](const char* pass, int s) {
-    return std::string(pass) + " stage " + std::to_string(s) + " (" +
-           m.layout().groups()[static_cast<size_t>(s)].name + ")";
-  };
-  for (int s = 0; s < G; ++s)
-    t.push_back({m.param_groups_read(s, model::Pass::kForward), name("forward", s)});
-  for (int s = G - 1; s >= 0; --s)
-    t.push_back({m.param_groups_read(s, model::Pass::kBackward), name("backward", s)});
-  return t;
 }
 
 }  // namespace
