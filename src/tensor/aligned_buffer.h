@@ -2,6 +2,12 @@
 // of a trivially copyable T (float, Half, BFloat16, bytes). 64 bytes is one
 // cache line and one AVX-512 register, so SIMD loads of element 0 are aligned
 // and two buffers never share a line (no false sharing across threads).
+// Buffers of kMappedBytes or more are anonymous mappings of their own
+// (zero pages, faulted in on first touch) and go back to the kernel when
+// released: the transient buffers ZeRO allocates per step (the boundary's
+// fp32 gradient view) then never strand heap memory in malloc's arenas,
+// which glibc's adaptive mmap threshold would otherwise do after the first
+// free, growing the RSS step after step.
 //
 //   AlignedBuffer<float> master(n);                    // aborts on OOM
 //   ZT_ASSIGN_OR_RETURN(auto big, AlignedBuffer<float>::allocate(n));
@@ -9,6 +15,8 @@
 //
 // Thread-safety: like std::vector; distinct buffers are independent.
 #pragma once
+
+#include <sys/mman.h>
 
 #include <cstddef>
 #include <cstring>
@@ -23,6 +31,12 @@
 namespace zerotrain::tensor {
 
 inline constexpr size_t kBufferAlignment = 64;
+#if defined(__SANITIZE_ADDRESS__)
+// AddressSanitizer guards heap blocks only: keep every buffer on the heap.
+inline constexpr size_t kMappedBytes = ~size_t{0};
+#else
+inline constexpr size_t kMappedBytes = size_t{1} << 20;
+#endif
 
 template <typename T>
 class AlignedBuffer {
@@ -77,17 +91,31 @@ class AlignedBuffer {
     if (n == 0) return true;
     if (n > (~size_t{0} - kBufferAlignment) / sizeof(T)) return false;
     // Round up so the last line is ours too (SIMD tails may touch it).
-    const size_t bytes =
-        (n * sizeof(T) + kBufferAlignment - 1) / kBufferAlignment * kBufferAlignment;
-    void* p = ::operator new (bytes, std::align_val_t{kBufferAlignment}, std::nothrow);
-    if (p == nullptr) return false;
-    std::memset(p, 0, bytes);
+    const size_t bytes = rounded_bytes(n);
+    void* p = nullptr;
+    if (bytes >= kMappedBytes) {
+      p = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+      if (p == MAP_FAILED) return false;  // zero pages already
+    } else {
+      p = ::operator new (bytes, std::align_val_t{kBufferAlignment}, std::nothrow);
+      if (p == nullptr) return false;
+      std::memset(p, 0, bytes);
+    }
     data_ = static_cast<T*>(p);
     size_ = n;
     return true;
   }
+  static size_t rounded_bytes(size_t n) {
+    return (n * sizeof(T) + kBufferAlignment - 1) / kBufferAlignment * kBufferAlignment;
+  }
   void release() {
-    if (data_ != nullptr) ::operator delete (data_, std::align_val_t{kBufferAlignment});
+    if (data_ != nullptr) {
+      const size_t bytes = rounded_bytes(size_);
+      if (bytes >= kMappedBytes)
+        ::munmap(data_, bytes);
+      else
+        ::operator delete (data_, std::align_val_t{kBufferAlignment});
+    }
     data_ = nullptr;
     size_ = 0;
   }
