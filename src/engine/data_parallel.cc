@@ -3,8 +3,8 @@
 
 #include <cmath>
 #include <cstring>
+#include <string>
 
-#include "engine/precision.h"
 #include "optim/grad_utils.h"
 
 namespace zerotrain::engine {
@@ -32,7 +32,14 @@ StatusOr<std::unique_ptr<DataParallelStrategy>> DataParallelStrategy::create(
     ZT_ASSIGN_OR_RETURN(s->own_master_, tensor::AlignedBuffer<float>::allocate(n));
     std::memcpy(s->own_master_.data(), s->params_.data(), s->params_.size_bytes());
     s->master_ = s->own_master_.span();
-    ZT_RETURN_IF_ERROR(s->publish_parameters());
+    const tensor::DType d16 =
+        o.dtype == config::DType::kFp16 ? tensor::DType::kFloat16 : tensor::DType::kBFloat16;
+    ZT_ASSIGN_OR_RETURN(s->half_, zero::HalfComputeCopy::create(
+                                      {.model = o.model, .dtype = d16, .accumulate_gradients = true},
+                                      s->params_));
+    s->params_ = {};
+    s->grads_ = {};
+    s->install_hooks();
   }
   for (int i = 0; i < o.state_count; ++i) {
     ZT_ASSIGN_OR_RETURN(tensor::AlignedBuffer<float> b, tensor::AlignedBuffer<float>::allocate(n));
@@ -42,7 +49,26 @@ StatusOr<std::unique_ptr<DataParallelStrategy>> DataParallelStrategy::create(
   return s;
 }
 
+DataParallelStrategy::~DataParallelStrategy() {
+  if (half_) options_.model->set_hooks({});
+}
+
+void DataParallelStrategy::install_hooks() {
+  model::GroupHooks h;
+  h.before_forward = [this](int g) { return half_->before_forward(g); };
+  h.after_forward = [this](int g) { return half_->after_forward(g); };
+  h.before_backward = [this](int g) { return half_->before_backward(g); };
+  h.after_backward = [this](int g) { return half_->after_backward(g); };
+  options_.model->set_hooks(std::move(h));
+}
+
 Status DataParallelStrategy::reduce_gradients() {
+  if (half_) {  // the 16-bit sums, as fp32, for the reduction and the optimizer
+    const auto n = static_cast<size_t>(options_.model->layout().total_numel());
+    ZT_ASSIGN_OR_RETURN(step_grads_, tensor::AlignedBuffer<float>::allocate(n));
+    grads_ = step_grads_.span();
+    half_->gradients().read(0, n, grads_.data());
+  }
   comm::Communicator& c = *options_.comm;
   if (c.world_size() == 1) return Status();
   if (options_.allreduce_op == config::AllreduceOp::kSum)
@@ -62,16 +88,41 @@ Status DataParallelStrategy::reduce_gradients() {
 }
 
 Status DataParallelStrategy::publish_parameters() {
-  if (master_.data() != params_.data()) round_through(options_.dtype, master_, params_);
+  if (!half_) return Status();  // fp32: the model's buffer is the master
+  ZT_RETURN_IF_ERROR(half_->release_all());  // expansions of the old weights
+  half_->parameters().write(0, master_);  // rounded to the 16-bit type
   return Status();
 }
 
-void DataParallelStrategy::zero_gradients() { options_.model->zero_gradients(); }
+void DataParallelStrategy::zero_gradients() {
+  if (!half_) return options_.model->zero_gradients();
+  half_->zero_gradients();
+  step_grads_ = {};
+  grads_ = {};
+}
+
+Status DataParallelStrategy::gather_full_parameters(std::span<float> out) {
+  const auto n = static_cast<size_t>(options_.model->layout().total_numel());
+  if (out.size() != n)
+    return invalid_argument("gather_full_parameters: needs " + std::to_string(n) +
+                            " floats, got " + std::to_string(out.size()));
+  if (half_)
+    half_->parameters().read(0, n, out.data());
+  else
+    std::memcpy(out.data(), params_.data(), out.size_bytes());
+  return Status();
+}
 
 ModelStateBytes DataParallelStrategy::model_state_bytes() const {
   ModelStateBytes b;
-  b.parameters = static_cast<int64_t>(params_.size_bytes());
-  b.gradients = static_cast<int64_t>(grads_.size_bytes());
+  if (half_) {
+    b.parameters = half_->parameters().size_bytes();
+    b.gradients = half_->gradients().size_bytes();
+    b.buffers = half_->buffer_bytes() + static_cast<int64_t>(step_grads_.size_bytes());
+  } else {
+    b.parameters = static_cast<int64_t>(params_.size_bytes());
+    b.gradients = static_cast<int64_t>(grads_.size_bytes());
+  }
   b.master_weights = static_cast<int64_t>(own_master_.size_bytes());
   for (const auto& s : states_) b.optimizer_states += static_cast<int64_t>(s.size_bytes());
   return b;

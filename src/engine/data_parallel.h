@@ -4,9 +4,13 @@
 // buffer IS the master), and full optimizer states. At the boundary the
 // gradient buffer is all-reduced in place (mean, or sum per
 // gradient_allreduce_op; prescale_gradients / gradient_predivide_factor as
-// in DeepSpeed), so every rank steps identically. Memory: 16Ψ bytes a rank for fp32 + Adam (4
-// params + 4 grads + 8 moments); bf16/fp16 add the 4Ψ master (the compute copy is fp32 storage
-// here, see precision.h), 20Ψ instead of DeepSpeed's 16Ψ.
+// in DeepSpeed), so every rank steps identically. Memory (Adam): fp32
+// 16Ψ bytes a rank (4 params + 4 grads + 8 moments; the model's buffer is
+// the master). bf16/fp16: DeepSpeed's 16Ψ — the compute copy and the
+// gradient accumulator in 16 bits (2Ψ + 2Ψ, half_compute.h: the model's
+// buffers are freed and each stage computes from fp32 expansions), the
+// fp32 master 4Ψ and the moments 8Ψ; the gradients are all-reduced in fp32
+// from a transient [Ψ] copy that lives through the boundary step (buffers).
 //
 //   DataParallelOptions o{.model = &model, .comm = comm.get(),
 //                         .dtype = cfg.model_dtype(), .state_count = 2};
@@ -25,6 +29,7 @@
 #include "engine/zero_strategy.h"
 #include "model/gpt_model.h"
 #include "tensor/aligned_buffer.h"
+#include "zero/half_compute.h"
 
 namespace zerotrain::engine {
 
@@ -51,6 +56,7 @@ class DataParallelStrategy : public ZeroStrategy {
   Status reduce_gradients() override;
   bool gradients_partitioned() const override { return false; }
   std::span<float> owned_gradients() override { return grads_; }
+  ~DataParallelStrategy() override;
   std::span<float> owned_master() override { return master_; }
   std::vector<zero::Range> owned_ranges() const override {
     return {{0, static_cast<int64_t>(master_.size())}};
@@ -58,14 +64,20 @@ class DataParallelStrategy : public ZeroStrategy {
   std::span<const std::span<float>> optimizer_states() override { return state_spans_; }
   Status publish_parameters() override;
   void zero_gradients() override;
+  Status gather_full_parameters(std::span<float> out) override;
+  // bf16/fp16: the 16-bit compute copy and gradient accumulator; else null.
+  zero::HalfComputeCopy* half_compute() { return half_.get(); }
   ModelStateBytes model_state_bytes() const override;
 
  private:
   explicit DataParallelStrategy(const DataParallelOptions& o) : options_(o) {}
+  void install_hooks();
 
   DataParallelOptions options_;
   std::span<float> params_;                  // the model's compute copy [Ψ]
-  std::span<float> grads_;                   // the model's gradients [Ψ]
+  std::span<float> grads_;                   // the model's gradients [Ψ]; 16-bit: step_grads_
+  std::unique_ptr<zero::HalfComputeCopy> half_;  // bf16/fp16: the compute copy and gradients
+  tensor::AlignedBuffer<float> step_grads_;      // 16-bit: fp32 [Ψ], boundary step only
   tensor::AlignedBuffer<float> own_master_;  // [Ψ] bf16/fp16 only
   std::span<float> master_;                  // own_master_, or params_ for fp32
   std::vector<tensor::AlignedBuffer<float>> states_;

@@ -19,14 +19,16 @@
 //   3. norm = global L2 norm of the scaled grads; one multiply unscales and
 //      clips: g *= 1 / (max(1, (norm/scale + 1e-6) / gradient_clipping) * scale)
 //   4. optimizer step on the fp32 master weights; scheduler step; new lr
-//   5. publish: the model's buffer gets the master weights rounded to the
-//      model dtype: bf16/fp16 VALUES in fp32 storage, every parameter (as
-//      DeepSpeed's 16-bit module holds them). The model has no 16-bit
-//      parameter storage; for bf16 build it with bf16_compute so its GEMMs
-//      also round their inputs (the trainer does); fp16 computes in fp32
-//      from the fp16-rounded weights.
+//   5. publish: the compute copy gets the master weights rounded to the
+//      model dtype, every parameter (as DeepSpeed's 16-bit module holds
+//      them): for bf16/fp16 a 16-bit array the strategy owns (stages 0-2:
+//      zero/half_compute.h; stage 3: the 16-bit partitions) that the model
+//      reads through per-stage fp32 expansions. For bf16 build the model
+//      with bf16_compute so its GEMMs also round their inputs (the trainer
+//      does); fp16 computes in fp32 from the fp16 weights.
 // Precision: fp32 (the model buffer is the master), bf16 and fp16 (fp32
-// master weights and optimizer states, fp32 gradients). fp32 and bf16 (with
+// master weights and optimizer states; 16-bit gradient accumulators, fp32
+// in the reduction and the step). fp32 and bf16 (with
 // check_grad_overflow) also skip a step whose gradients are not finite.
 //
 // zero_optimization.stage 0 is data parallel (engine/data_parallel.h),

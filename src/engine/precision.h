@@ -1,10 +1,9 @@
-// Mixed-precision helpers for a model that computes in fp32 storage: the
-// model's parameter buffer holds the bf16/fp16-ROUNDED copy of the fp32
-// master weights (values exactly representable in the 16-bit type, stored
-// as float), because the model layer has no 16-bit GEMM path. Gradients
-// are fp32; for fp16 they are rounded through fp16 at the boundary so a
-// loss-scaled gradient beyond the fp16 range (65504) overflows to inf as it
-// would in real fp16, and the dynamic loss scaler sees it.
+// Mixed-precision helpers: rounding fp32 values through bf16/fp16 (values
+// exactly representable in the 16-bit type, kept as float) — the engine
+// rounds fp16 gradients through fp16 at the boundary, so a loss-scaled
+// gradient beyond the fp16 range (65504) overflows to inf as it would in
+// real fp16 and the dynamic loss scaler sees it — and the config's loss
+// scaler.
 //
 //   round_through(config::DType::kBf16, master, model_params);  // out = bf16(in)
 //   round_through_in_place(config::DType::kFp16, grads);

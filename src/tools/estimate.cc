@@ -72,12 +72,17 @@ Status validate_setup(const ZeroSetup& s, int stage, bool offload) {
 std::pair<int64_t, int64_t> engine_stage012(const ZeroSetup& s, int stage, bool offload) {
   const int64_t full = s.params;
   const int64_t part = partition_numel(s.params, s.world_size);
-  const int64_t master = s.dtype == TrainDtype::kFp32 ? 0 : 4;
-  if (offload)  // master + Adam + fp32 gradient partition on the host
-    return {4 * full + (stage == 1 ? 4 * full : 0), (4 + 8 + 4) * part};
+  const bool fp32 = s.dtype == TrainDtype::kFp32;
+  const int64_t p = fp32 ? 4 : 2;  // the compute copy and its gradients
+  if (offload) {
+    // Master + Adam + the optimizer's gradient partition on the host:
+    // stage 1's fp32 copy of the reduced slice, stage 2's accumulator.
+    const int64_t host_grad = stage == 1 ? 4 : p;
+    return {p * full + (stage == 1 ? p * full : 0), (4 + 8 + host_grad) * part};
+  }
   const int64_t grad_n = stage == 2 ? part : full;
   const int64_t opt_n = stage >= 1 ? part : full;
-  return {4 * full + 4 * grad_n + (master + 8) * opt_n, 0};
+  return {p * full + p * grad_n + (fp32 ? 8 : 12) * opt_n, 0};
 }
 
 }  // namespace

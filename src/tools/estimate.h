@@ -57,15 +57,16 @@ int64_t partition_numel(int64_t numel, int64_t world);
 enum class StorageLayout {
   // DESIGN.md / the ZeRO paper: 16-bit params and grads (StateBytes above).
   kDesign,
-  // What zerotrain's engine allocates today (engine::MemoryReport without
-  // buffers and activations). Stages 0-2 keep bf16/fp16 values in fp32
-  // storage: 4 params + 4 grads + 4 fp32 master (16-bit only) + 8 Adam, the
-  // grads a partition at stage 2; offload_optimizer moves the master (a
-  // copy also for fp32), Adam and the fp32 gradient partition, 16·P, to the
+  // What zerotrain's engine allocates (engine::MemoryReport without
+  // buffers and activations). Stages 0-2 without offload: fp32 keeps
+  // 4 params + 4 grads + 8 Adam (the params are the master), the grads a
+  // partition at stage 2; bf16/fp16 is the design layout. offload_optimizer
+  // moves the fp32 master (a copy also for fp32), Adam and the optimizer's
+  // gradient partition (fp32 at stage 1, the accumulator at stage 2) to the
   // host. Stage 3 stores the design layout (its fp32 params are the
   // master); its offload row is offload_param + offload_optimizer, which
   // moves all 16·P to the host; its persistent whole tensors (4 bytes each)
-// stay on the device either way.
+  // stay on the device either way.
   kEngine,
 };
 // "design", "engine"; InvalidArgument otherwise.
@@ -90,7 +91,7 @@ struct ZeroSetup {
 //   stage 2: pΨ + (g+o)·P           stage 3: (p+g+o)·P
 // offload moves the optimizer share o·P to host memory, and at stage 3 the
 // parameter partition p·P too (the device keeps the gradient partition).
-// Layout kEngine: as described at StorageLayout (16-bit stage 0: 20Ψ).
+// Layout kEngine: as described at StorageLayout.
 // Host bytes are 0 without offload (model states only). InvalidArgument for
 // a stage outside 0..3, params < 1, world/ranks < 1, ranks_per_node not
 // dividing world_size, or offload at stage 0 (offload needs stage >= 1, as

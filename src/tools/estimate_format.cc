@@ -82,16 +82,20 @@ std::string layout_lines(const EstimateRequest& r) {
   std::ostringstream o;
   if (r.layout == StorageLayout::kEngine) {
     const bool half = r.dtype != TrainDtype::kFp32;
-    o << "== zerotrain, layout engine: what the engine allocates and reports today "
-         "(--layout design: DESIGN.md's 16-bit target) ==\n"
-      << train_dtype_name(r.dtype) << " training, stages 0-2: 4 params + 4 grads"
-      << (half ? " + 4 fp32 master" : "") << " + 8 Adam m, v"
-      << (half ? " (bf16/fp16 values kept in fp32 storage)" : "") << "\n"
-      << "stage 0: " << (half ? 20 : 16) << "Psi; 1: 8Psi + " << (half ? 12 : 8)
-      << "Psi/N; 2: 4Psi + " << (half ? 16 : 12)
-      << "Psi/N; offload (1, 2): host 16Psi/N (master, Adam, fp32 grads), "
-      << "device 8Psi (stage 1) or 4Psi (stage 2)\n"
-      << "stage 3: " << b.total() << "Psi/N (" << b.param << " params + " << b.grad << " grads + "
+    o << "== zerotrain, layout engine: what the engine allocates and reports "
+         "(--layout design: DESIGN.md's storage) ==\n";
+    if (half)
+      o << train_dtype_name(r.dtype)
+        << " training, stages 0-2: the design layout (2 params + 2 grads + 12 fp32 master, "
+           "Adam m, v); offload (1, 2): host (4 master + 8 Adam)Psi/N plus the optimizer's "
+           "grads (fp32 4Psi/N at stage 1, the 2Psi/N accumulator at stage 2), device 4Psi "
+           "(stage 1) or 2Psi (stage 2)\n";
+    else
+      o << "fp32 training, stages 0-2: 4 params + 4 grads + 8 Adam m, v (the params are the "
+           "master)\nstage 0: 16Psi; 1: 8Psi + 8Psi/N; 2: 4Psi + 12Psi/N; offload (1, 2): "
+           "host 16Psi/N (master copy, Adam, fp32 grads), device 8Psi (stage 1) or 4Psi "
+           "(stage 2)\n";
+    o << "stage 3: " << b.total() << "Psi/N (" << b.param << " params + " << b.grad << " grads + "
       << b.optimizer << (half ? " master, Adam" : " Adam; the fp32 params are the master")
       << "); offload (param + optimizer): all 16Psi/N on the host\n";
     if (r.stage3_persistent_numel > 0)
@@ -101,8 +105,8 @@ std::string layout_lines(const EstimateRequest& r) {
         << format_count(4 * r.stage3_persistent_numel) << " bytes per GPU, counted below\n";
     return o.str();
   }
-  o << "== zerotrain, layout design: DESIGN.md's storage (stage 3 and fp32 store this; "
-       "--layout engine: what stages 0-2 allocate today) ==\n"
+  o << "== zerotrain, layout design: DESIGN.md's storage (16-bit training and fp32 stage 3 "
+       "store this; --layout engine: what the engine allocates) ==\n"
     << train_dtype_name(r.dtype) << " training: " << b.total() << " B/param = " << b.param
     << " params + " << b.grad << " grads + " << b.optimizer
     << (r.dtype == TrainDtype::kFp32 ? " Adam m, v (fp32 params are the master; no 16-bit copy)"

@@ -25,6 +25,10 @@ Scaling scaling_for(const ShardedOptions& o, int n) {
           comm::ReduceOp::kSum};
 }
 
+StatusOr<tensor::AlignedBuffer<float>> zeroed_floats(int64_t n) {
+  return tensor::AlignedBuffer<float>::allocate(static_cast<size_t>(n));
+}
+
 void add_into(std::span<float> dst, std::span<const float> src) {
   for (size_t i = 0; i < src.size(); ++i) dst[i] += src[i];
 }
@@ -39,13 +43,24 @@ void ShardedStrategy::install_hooks() {
   // The final region grows as a suffix only if the groups tile [0, Ψ).
   const auto& groups = options_.model->layout().groups();
   int64_t end = 0;
+  bool tiled = true;
   for (const auto& g : groups) {
-    if (g.offset != end) return;
+    tiled = tiled && g.offset == end;
     end = g.offset + g.numel;
   }
-  if (end != numel_ || !options_.reduce_scatter) return;
+  const bool reduce_hook = tiled && end == numel_ && options_.reduce_scatter;
+  if (!reduce_hook && !half()) return;
   model::GroupHooks h;
-  h.after_backward = [this](int g) { return on_group_final(g); };
+  if (half()) {
+    h.before_forward = [this](int g) { return half_->before_forward(g); };
+    h.after_forward = [this](int g) { return half_->after_forward(g); };
+    h.before_backward = [this](int g) { return half_->before_backward(g); };
+  }
+  // 16-bit stage 1: group g's gradients reach the accumulator first.
+  h.after_backward = [this, reduce_hook](int g) {
+    if (half()) ZT_RETURN_IF_ERROR(half_->after_backward(g));
+    return reduce_hook ? on_group_final(g) : Status();
+  };
   options_.model->set_hooks(std::move(h));
   hooks_installed_ = true;
 }
@@ -75,12 +90,25 @@ Status ShardedStrategy::on_group_final(int group) {
   return Status();
 }
 
+void ShardedStrategy::read_gradients(Range src, float* out) const {
+  if (src.count <= 0) return;
+  if (grads_.empty())  // 16-bit stage 1
+    half_->gradients().read(static_cast<size_t>(src.offset), static_cast<size_t>(src.count), out);
+  else
+    std::memcpy(out, grads_.data() + src.offset, static_cast<size_t>(src.count) * sizeof(float));
+}
+
 Status ShardedStrategy::reduce_column(Range col) {
   const int n = world();
-  if (n == 1) {
+  if (n == 1) {  // own_ is [0, Ψ): shard-relative is flat
     const Range own = intersect(col, {0, own_.count});
-    if (separate_grads_) take_reduced(col, grads_.subspan(own.offset, own.count));
-    return Status();
+    if (!separate_grads_ || own.count == 0) return Status();
+    if (grads_.empty()) {  // 16-bit stage 1: straight into the fp32 own gradients
+      ZT_RETURN_IF_ERROR(ensure_step_gradients());
+      read_gradients(own, owned_grads_.data() + own.offset);
+      return Status();
+    }
+    return take_reduced(col, grads_.subspan(own.offset, own.count));
   }
   const Scaling sc = scaling_for(options_, n);
   const auto cc = static_cast<size_t>(col.count);
@@ -89,9 +117,8 @@ Status ShardedStrategy::reduce_column(Range col) {
   for (int r = 0; r < n; ++r) {
     const Range src = column_piece(numel_, n, r, col);
     std::span<float> chunk = all.subspan(r * cc, cc);
-    if (src.count > 0)
-      std::memcpy(chunk.data(), grads_.data() + src.offset, src.count * sizeof(float));
-    std::fill(chunk.begin() + src.count, chunk.end(), 0.0f);
+    read_gradients(src, chunk.data());
+    std::fill(chunk.begin() + std::max<int64_t>(src.count, 0), chunk.end(), 0.0f);
   }
   if (sc.pre != 1.0f) optim::scale_in_place(all, sc.pre);
   std::span<float> mine = all.subspan(rank() * cc, cc);
@@ -99,37 +126,57 @@ Status ShardedStrategy::reduce_column(Range col) {
       std::as_bytes(all), std::as_writable_bytes(mine), comm::DType::kFloat32, sc.op);
   return pipe_.submit(std::move(w), [this, col, mine, post = sc.post] {
     if (post != 1.0f) optim::scale_in_place(mine, post);
-    take_reduced(col, mine);
-    return Status();
+    return take_reduced(col, mine);
   });
 }
 
 // `mine` starts with column col's real own elements: stage 2 adds them
-// into the partition accumulator, stage 1 stores them (in the model's own
-// slice, or the host partition with offload).
-void ShardedStrategy::take_reduced(Range col, std::span<float> mine) {
+// into the partition accumulator (16-bit: rounded), stage 1 stores them
+// (in the model's own slice, the host partition with offload, or the
+// transient fp32 slice for 16-bit).
+Status ShardedStrategy::take_reduced(Range col, std::span<float> mine) {
   const Range own = intersect(col, {0, own_.count});  // shard-relative
+  if (own.count <= 0) return Status();
   std::span<const float> real = mine.subspan(0, own.count);
+  if (grad_part16_.size() > 0) {
+    grad_part16_.add(static_cast<size_t>(own.offset), real);
+    return Status();
+  }
+  ZT_RETURN_IF_ERROR(ensure_step_gradients());
   std::span<float> dst = owned_grads_.subspan(own.offset, own.count);
   if (options_.stage == 2)
     add_into(dst, real);
-  else if (!real.empty() && real.data() != dst.data())
+  else if (real.data() != dst.data())
     std::memcpy(dst.data(), real.data(), real.size_bytes());
+  return Status();
 }
 
+// reduce_scatter false: all-reduce in buckets of the full gradients (in
+// place in the model's buffer; 16-bit stage 1 through an fp32 staging
+// bucket), keep the own piece.
 Status ShardedStrategy::allreduce_buckets() {
   const int n = world();
   const Scaling sc = scaling_for(options_, n);
   for (const Range& b : contiguous_buckets({0, numel_}, options_.reduce_bucket_size)) {
-    std::span<float> g = grads_.subspan(b.offset, b.count);
+    std::span<float> g;
+    if (grads_.empty()) {
+      if (allreduce_staging_.size() < static_cast<size_t>(b.count)) {
+        ZT_ASSIGN_OR_RETURN(allreduce_staging_, zeroed_floats(b.count));
+      }
+      g = allreduce_staging_.span().subspan(0, b.count);
+      read_gradients(b, g.data());
+    } else {
+      g = grads_.subspan(b.offset, b.count);
+    }
     if (n > 1) {
       if (sc.pre != 1.0f) optim::scale_in_place(g, sc.pre);
       ZT_RETURN_IF_ERROR(options_.comm->allreduce(g, sc.op));
     }
     const Range mine = intersect(b, own_);
-    std::span<float> piece = grads_.subspan(mine.offset, mine.count);
+    if (mine.count <= 0) continue;
+    std::span<float> piece = g.subspan(mine.offset - b.offset, mine.count);
     if (sc.post != 1.0f) optim::scale_in_place(piece, sc.post);
-    if (mine.count > 0) take_reduced({mine.offset - own_.offset, mine.count}, piece);
+    ZT_RETURN_IF_ERROR(take_reduced({mine.offset - own_.offset, mine.count}, piece));
   }
   return Status();
 }
@@ -164,11 +211,21 @@ Status ShardedStrategy::after_backward(bool boundary) {
 }
 
 Status ShardedStrategy::reduce_gradients() {
-  if (options_.stage == 2) return Status();  // reduced every micro-step
-  if (std::exchange(reduced_in_backward_, false)) return Status();  // stage 1, in the hooks
-  if (!options_.reduce_scatter) return allreduce_buckets();
-  for (const Range& col : reduce_cols_) ZT_RETURN_IF_ERROR(reduce_column(col));
-  return pipe_.drain();
+  if (options_.stage == 2) {  // reduced every micro-step
+    if (grad_part16_.size() == 0) return Status();
+    ZT_RETURN_IF_ERROR(ensure_step_gradients());  // the fp32 view of the 16-bit sums
+    grad_part16_.read(0, owned_grads_.size(), owned_grads_.data());
+    return Status();
+  }
+  if (!std::exchange(reduced_in_backward_, false)) {  // else stage 1 did it in the hooks
+    if (!options_.reduce_scatter) {
+      ZT_RETURN_IF_ERROR(allreduce_buckets());
+    } else {
+      for (const Range& col : reduce_cols_) ZT_RETURN_IF_ERROR(reduce_column(col));
+      ZT_RETURN_IF_ERROR(pipe_.drain());
+    }
+  }
+  return ensure_step_gradients();  // 16-bit: exists even if no bucket held own elements
 }
 
 }  // namespace zerotrain::zero

@@ -14,6 +14,10 @@
 namespace zerotrain::zero {
 namespace {
 
+tensor::DType storage_dtype(config::DType d) {
+  return d == config::DType::kFp16 ? tensor::DType::kFloat16 : tensor::DType::kBFloat16;
+}
+
 StatusOr<tensor::AlignedBuffer<float>> zeroed(int64_t n) {
   if (n <= 0) return tensor::AlignedBuffer<float>();
   return tensor::AlignedBuffer<float>::allocate(static_cast<size_t>(n));
@@ -100,14 +104,52 @@ Status ShardedStrategy::allocate_owned() {
     ZT_ASSIGN_OR_RETURN(std::span<float> st, owned());
     state_spans_.push_back(st);
   }
-  // Stage 1 reduces into the model's own slice unless the optimizer's
-  // gradients must be on the host; stage 2 always accumulates apart.
-  separate_grads_ = options_.stage == 2 || options_.offload_optimizer;
-  if (separate_grads_) {
+  // fp32 stage 1 reduces into the model's own slice unless the
+  // optimizer's gradients must be on the host; stage 2 always accumulates
+  // apart. 16-bit: stage 1's optimizer gradients are transient unless
+  // offloaded; stage 2 accumulates in 16 bits (ensure_step_gradients).
+  const bool half = options_.dtype != config::DType::kFp32;
+  separate_grads_ = options_.stage == 2 || options_.offload_optimizer || half;
+  if (half && options_.stage == 2) {
+    ZT_ASSIGN_OR_RETURN(grad_part16_,
+                        PartitionArray::allocate(storage_dtype(options_.dtype), count,
+                                                 options_.offload_optimizer, options_.pin_memory));
+  } else if (half && !options_.offload_optimizer) {
+    owned_grads_ = {};  // stage 1: from the first reduced bucket on
+  } else if (separate_grads_) {
     ZT_ASSIGN_OR_RETURN(owned_grads_, owned());
   } else {
     owned_grads_ = grads_.subspan(own, count);
   }
+  return Status();
+}
+
+// 16-bit: the model's compute copy (and stage 1's accumulator) moves into
+// half_, which frees the model's buffers; stage 2 binds its own fp32
+// backward buffer.
+Status ShardedStrategy::make_half_copy() {
+  model::GptModel& m = *options_.model;
+  ZT_ASSIGN_OR_RETURN(half_, HalfComputeCopy::create({.model = &m,
+                                                      .dtype = storage_dtype(options_.dtype),
+                                                      .accumulate_gradients = options_.stage == 1},
+                                                     params_));
+  params_ = {};
+  grads_ = {};
+  if (options_.stage == 2) {
+    ZT_ASSIGN_OR_RETURN(stage2_grads_, zeroed(numel_));
+    grads_ = stage2_grads_.span();
+    m.set_gradients(grads_.data());
+  }
+  return Status();
+}
+
+Status ShardedStrategy::ensure_step_gradients() {
+  if (!owned_grads_.empty() || own_.count == 0) return Status();
+  ZT_ASSIGN_OR_RETURN(step_grads_,
+                      PartitionArray::allocate(tensor::DType::kFloat32,
+                                               static_cast<size_t>(own_.count),
+                                               options_.offload_optimizer, options_.pin_memory));
+  owned_grads_ = step_grads_.f32();
   return Status();
 }
 
@@ -122,8 +164,9 @@ StatusOr<std::unique_ptr<ShardedStrategy>> ShardedStrategy::create(const Sharded
   s->grads_ = {o.model->gradients(), static_cast<size_t>(s->numel_)};
   if (n > 1) ZT_RETURN_IF_ERROR(o.comm->broadcast(s->params_, 0));
   ZT_RETURN_IF_ERROR(s->allocate_owned());
-  // Every rank holds the same broadcast weights: round them locally.
-  if (o.dtype != config::DType::kFp32) round_to(o.dtype, s->params_, s->params_);
+  // Every rank holds the same broadcast weights: the 16-bit copy rounds
+  // them locally.
+  if (o.dtype != config::DType::kFp32) ZT_RETURN_IF_ERROR(s->make_half_copy());
   s->reduce_cols_ = bucket_columns(s->shard_, bucket_shard(o.reduce_bucket_size, n, s->shard_));
   s->gather_cols_ = bucket_columns(s->shard_, bucket_shard(o.allgather_bucket_size, n, s->shard_));
   int64_t staging = 0;
@@ -143,8 +186,12 @@ StatusOr<std::unique_ptr<ShardedStrategy>> ShardedStrategy::create(const Sharded
 }
 
 Status ShardedStrategy::publish_parameters() {
+  if (half()) ZT_RETURN_IF_ERROR(half_->release_all());  // expansions of the old weights
   if (world() == 1) {
-    if (master_.data() != params_.data()) round_to(options_.dtype, master_, params_);
+    if (half())
+      half_->parameters().write(0, master_);
+    else if (master_.data() != params_.data())
+      round_to(options_.dtype, master_, params_);
     return Status();
   }
   return options_.allgather_partitions ? gather_columns() : broadcast_shards();
@@ -167,7 +214,11 @@ Status ShardedStrategy::gather_columns() {
     ZT_RETURN_IF_ERROR(pipe_.submit(std::move(w), [this, n, col, all, cc] {
       for (int r = 0; r < n; ++r) {
         const Range dst = column_piece(numel_, n, r, col);
-        if (dst.count > 0)
+        if (dst.count <= 0) continue;
+        if (half())  // already rounded: exact
+          half_->parameters().write(static_cast<size_t>(dst.offset),
+                                    all.subspan(r * cc, static_cast<size_t>(dst.count)));
+        else
           std::memcpy(params_.data() + dst.offset, all.data() + r * cc, dst.count * sizeof(float));
       }
       return Status();
@@ -179,6 +230,17 @@ Status ShardedStrategy::gather_columns() {
 // DeepSpeed's allgather_partitions = false: each owner broadcasts its
 // slice of the model buffer, in allgather_bucket_size pieces.
 Status ShardedStrategy::broadcast_shards() {
+  if (half()) {
+    PartitionArray& p = half_->parameters();
+    p.write(static_cast<size_t>(own_.offset), master_);
+    const size_t es = tensor::dtype_size(p.dtype());
+    for (int r = 0; r < world(); ++r)
+      for (const Range& b :
+           contiguous_buckets(rank_range(numel_, world(), r), options_.allgather_bucket_size))
+        ZT_RETURN_IF_ERROR(options_.comm->broadcast(
+            std::span<std::byte>(p.at(static_cast<size_t>(b.offset)), b.count * es), r));
+    return Status();
+  }
   if (master_.data() != params_.data() + own_.offset)
     round_to(options_.dtype, master_, params_.subspan(own_.offset, own_.count));
   for (int r = 0; r < world(); ++r) {
@@ -189,36 +251,68 @@ Status ShardedStrategy::broadcast_shards() {
   return Status();
 }
 
+Status ShardedStrategy::gather_full_parameters(std::span<float> out) {
+  if (out.size() != static_cast<size_t>(numel_))
+    return invalid_argument("gather_full_parameters: needs " + std::to_string(numel_) +
+                            " floats, got " + std::to_string(out.size()));
+  if (half())
+    half_->parameters().read(0, out.size(), out.data());
+  else
+    std::memcpy(out.data(), params_.data(), out.size_bytes());
+  return Status();
+}
+
 void ShardedStrategy::zero_gradients() {
-  options_.model->zero_gradients();
   reduced_in_backward_ = false;
+  if (half()) {
+    half_->zero_gradients();
+    if (options_.stage == 2) options_.model->zero_gradients();
+    grad_part16_.fill_zero();
+    if (step_grads_.size() > 0) {
+      step_grads_ = PartitionArray();
+      owned_grads_ = {};
+    }
+  } else {
+    options_.model->zero_gradients();
+  }
   if (separate_grads_) std::fill(owned_grads_.begin(), owned_grads_.end(), 0.0f);
 }
 
-// The owned partition's buffers (master if separate, states, gradient
-// partition if separate), wherever they live.
+// The owned partition's persistent buffers (master if separate, states,
+// the optimizer's gradient partition), wherever they live.
 ModelStateBytes ShardedStrategy::owned_bytes() const {
   ModelStateBytes b;
   if (separate_master_) b.master_weights = static_cast<int64_t>(master_.size_bytes());
   for (std::span<float> st : state_spans_) b.optimizer_states += static_cast<int64_t>(st.size_bytes());
-  if (separate_grads_) b.gradients = static_cast<int64_t>(owned_grads_.size_bytes());
+  if (grad_part16_.size() > 0)
+    b.gradients = grad_part16_.size_bytes();
+  else if (separate_grads_ && step_grads_.size() == 0)
+    b.gradients = static_cast<int64_t>(owned_grads_.size_bytes());
   return b;
 }
 
 ModelStateBytes ShardedStrategy::model_state_bytes() const {
   ModelStateBytes b = options_.offload_optimizer ? ModelStateBytes{} : owned_bytes();
-  b.parameters = static_cast<int64_t>(params_.size_bytes());
   b.buffers = pipe_.bytes();
-  // Stage 1 accumulates in the model's buffer; stage 2 only stages there.
-  if (options_.stage == 2)
-    b.buffers += static_cast<int64_t>(grads_.size_bytes());
-  else
-    b.gradients = static_cast<int64_t>(grads_.size_bytes());
+  if (half()) {
+    b.parameters = half_->parameters().size_bytes();
+    b.gradients += half_->gradients().size_bytes();  // stage 1's accumulator
+    b.buffers += half_->buffer_bytes() + static_cast<int64_t>(allreduce_staging_.size_bytes());
+    if (!step_grads_.on_host()) b.buffers += step_grads_.size_bytes();
+  } else {
+    b.parameters = static_cast<int64_t>(params_.size_bytes());
+    if (options_.stage == 1) b.gradients = static_cast<int64_t>(grads_.size_bytes());
+  }
+  // Stage 2 only stages the backward's gradients in the full buffer.
+  if (options_.stage == 2) b.buffers += static_cast<int64_t>(grads_.size_bytes());
   return b;
 }
 
 ModelStateBytes ShardedStrategy::host_model_state_bytes() const {
-  return options_.offload_optimizer ? owned_bytes() : ModelStateBytes{};
+  if (!options_.offload_optimizer) return {};
+  ModelStateBytes b = owned_bytes();
+  if (step_grads_.on_host()) b.buffers += step_grads_.size_bytes();
+  return b;
 }
 
 }  // namespace zerotrain::zero

@@ -34,14 +34,31 @@
 // accumulates there. The fused AdamW runs on them; publish rounds the
 // updated master into the model buffer and gathers as without offload.
 //
-// Memory (model_state_bytes, device): parameters 4Ψ (fp32 storage, also
-// for bf16 values); gradients 4Ψ (stage 1, the model's buffer) or 4·|own|
-// (stage 2, none with offload); master 4·|own| (16-bit only, none with
-// offload); states 4·K·|own| (none with offload); buffers: the bucket
-// staging N·S floats per slot (2 slots with overlap_comm when there is
-// more than one bucket), plus the
-// model's 4Ψ gradient buffer in stage 2. host_model_state_bytes, offload
-// only: master 4·|own|, states 4·K·|own|, gradients 4·|own|.
+// bf16/fp16: the model's compute copy is a 16-bit [Ψ] array
+// (half_compute.h; the model's own fp32 buffers are freed and each stage
+// computes from fp32 expansions of the groups it reads), as DeepSpeed's
+// 16-bit model. Stage 1 accumulates the micro-steps' gradients in a 16-bit
+// [Ψ] array too (each group's fp32 gradients added, rounded, when final),
+// reduce-scatters from it (fp32 on the wire) into a transient fp32 own
+// slice; stage 2 keeps its fp32 [Ψ] staging buffer for the backward and
+// accumulates the reduced partition in 16 bits. The engine's fp32 view of
+// the gradients is then transient, boundary step only (as stage 3's).
+//
+// Memory (model_state_bytes, device), |own| ≈ Ψ/N:
+//   fp32:      parameters 4Ψ (the model's buffer; its own slice is the
+//              master); gradients 4Ψ (stage 1, the model's buffer) or
+//              4·|own| (stage 2); states 4·K·|own|: 8Ψ + 8Ψ/N (stage 1),
+//              4Ψ + 12Ψ/N (stage 2) for Adam.
+//   bf16/fp16: parameters 2Ψ; gradients 2Ψ (stage 1) or 2·|own| (stage
+//              2); master 4·|own|; states 4·K·|own|: DeepSpeed's
+//              4Ψ + 12Ψ/N and 2Ψ + 14Ψ/N for Adam.
+//   buffers: the bucket staging N·S floats per slot (2 slots with
+//   overlap_comm when there is more than one bucket); stage 2's fp32 [Ψ]
+//   backward buffer; for 16-bit the pool of expanded groups and gradient
+//   buffers and the transient fp32 gradient slice.
+// offload_optimizer moves master, states and the optimizer's gradient
+// partition (fp32 for stage 1, the 16-bit accumulator for stage 2) to
+// host_model_state_bytes.
 //
 //   ShardedOptions o{.model = &m, .comm = c, .stage = 2, .state_count = 2};
 //   ZT_ASSIGN_OR_RETURN(auto s, ShardedStrategy::create(o));
@@ -58,8 +75,10 @@
 #include "model/gpt_model.h"
 #include "tensor/aligned_buffer.h"
 #include "zero/bucket_pipeline.h"
+#include "zero/half_compute.h"
 #include "zero/host_buffer.h"
 #include "zero/partition.h"
+#include "zero/partition_array.h"
 #include "zero/zero_strategy.h"
 
 namespace zerotrain::zero {
@@ -99,6 +118,8 @@ class ShardedStrategy : public ZeroStrategy {
   std::span<const std::span<float>> optimizer_states() override { return state_spans_; }
   Status publish_parameters() override;
   void zero_gradients() override;
+  // Local: every rank holds the whole compute copy.
+  Status gather_full_parameters(std::span<float> out) override;
   ModelStateBytes model_state_bytes() const override;
   ModelStateBytes host_model_state_bytes() const override;
 
@@ -117,8 +138,16 @@ class ShardedStrategy : public ZeroStrategy {
   // gradients (stage 1: overwrite, stage 2: add), through the pipeline.
   Status reduce_column(Range col);
   // The reduced chunk `mine` of column `col` into the owned gradients.
-  void take_reduced(Range col, std::span<float> mine);
+  Status take_reduced(Range col, std::span<float> mine);
+  // flat [src.offset, src.end()) of this micro-step's full gradients
+  // (the model's fp32 buffer, or stage 1's 16-bit accumulator) as fp32.
+  void read_gradients(Range src, float* out) const;
+  // 16-bit: the transient fp32 own gradients exist (stage 1 without
+  // offload, stage 2) from the first reduced bucket to zero_gradients().
+  Status ensure_step_gradients();
+  bool half() const { return half_ != nullptr; }
   Status allocate_owned();
+  Status make_half_copy();
   ModelStateBytes owned_bytes() const;
   Status allreduce_buckets();  // reduce_scatter: false
   Status on_group_final(int group);
@@ -130,12 +159,19 @@ class ShardedStrategy : public ZeroStrategy {
   ShardedOptions options_;
   int64_t numel_ = 0, shard_ = 0;
   Range own_;
-  std::span<float> params_, grads_;  // the model's flat buffers [Ψ]
+  // The model's flat fp32 buffers [Ψ]; for 16-bit, params_ is empty (the
+  // compute copy is half_'s) and grads_ is stage 2's staging buffer.
+  std::span<float> params_, grads_;
+  std::unique_ptr<HalfComputeCopy> half_;  // bf16/fp16 only
+  tensor::AlignedBuffer<float> stage2_grads_;  // 16-bit stage 2: grads_'s memory
+  PartitionArray grad_part16_;  // 16-bit stage 2: the accumulator [|own|]
+  PartitionArray step_grads_;   // 16-bit: the transient fp32 own gradients
+  tensor::AlignedBuffer<float> allreduce_staging_;  // 16-bit stage 1, reduce_scatter false
   // Owned partition buffers: device (AlignedBuffer) or, with offload, host.
   std::vector<tensor::AlignedBuffer<float>> device_owned_;
   std::vector<HostBuffer<float>> host_owned_;
   BucketPipeline pipe_;
-  std::span<float> master_, owned_grads_;  // owned_grads_: [|own|]
+  std::span<float> master_, owned_grads_;  // owned_grads_: [|own|] fp32 (the engine's)
   bool separate_master_ = false, separate_grads_ = false;
   std::vector<std::span<float>> state_spans_;
   std::vector<Range> reduce_cols_, gather_cols_;

@@ -131,9 +131,7 @@ class Stage3Strategy : public ZeroStrategy, private GatherBackend {
   std::vector<Range> owned_ranges() const override { return layout_.owned_ranges(); }
   int64_t optimizer_sub_group_size() const override { return options_.sub_group_size; }
 
-  // Collective (every rank, between steps): out[0, Ψ) = the full weights
-  // the model computes from (dtype-rounded), e.g. for export or tests.
-  Status gather_full_parameters(std::span<float> out);
+  Status gather_full_parameters(std::span<float> out) override;
   const Stage3Layout& layout() const { return layout_; }
   const ParamCoordinator& coordinator() const { return coordinator_; }
 

@@ -84,6 +84,10 @@ class ZeroStrategy {
   // re-partition by them; after writing owned_master()/optimizer_states()
   // from outside, publish_parameters() brings the model up to date.
   virtual std::vector<Range> owned_ranges() const = 0;
+  // Collective (every rank, between steps): out[0, Ψ) = the full weights
+  // the model computes from (rounded to the model dtype), e.g. for tests
+  // and export. InvalidArgument unless out holds Ψ floats.
+  virtual Status gather_full_parameters(std::span<float> out) = 0;
   // The engine runs the optimizer over owned_master() / owned_gradients() /
   // optimizer_states() in consecutive chunks of at most this many elements
   // (sub_group_size: bounds the optimizer's working set); 0: one chunk. The

@@ -102,7 +102,7 @@ struct Snap {
   std::vector<float> master;   // this rank's fp32 master partition, then its states
 };
 
-// Collective at stage 3 (gathers the weights).
+// Collective (stage 3 gathers the weights).
 inline Snap snapshot(Rank& r) {
   Engine& e = *r.engine;
   Snap s;
@@ -113,12 +113,8 @@ inline Snap snapshot(Rank& r) {
   s.loss_scale = e.loss_scale();
   const int64_t numel = r.model.layout().total_numel();
   s.weights.resize(static_cast<size_t>(numel));
-  if (auto* z3 = dynamic_cast<zero::Stage3Strategy*>(&e.strategy())) {
-    const Status st = z3->gather_full_parameters(s.weights);
-    EXPECT_TRUE(st.ok()) << st.to_string();
-  } else {
-    std::copy_n(r.model.parameters(), numel, s.weights.begin());
-  }
+  const Status st = e.strategy().gather_full_parameters(s.weights);
+  EXPECT_TRUE(st.ok()) << st.to_string();
   const std::span<const float> master = e.strategy().owned_master();
   s.master.assign(master.begin(), master.end());
   for (std::span<const float> st : e.strategy().optimizer_states())

@@ -47,7 +47,13 @@ TEST(ToolsCli, EstimateSaysWhichLayoutItPrints) {
       {ZT_BIN, "estimate", "--model", "gpt2-tiny", "--layout", "engine", "--offload", "none"}, 30s);
   ASSERT_EQ(e.exit_code, 0) << e.err;
   EXPECT_NE(e.out.find("layout engine: what the engine allocates"), std::string::npos) << e.out;
-  EXPECT_NE(e.out.find("stage 0: 20Psi"), std::string::npos) << "bf16 in fp32 storage";
+  EXPECT_NE(e.out.find("bf16 training, stages 0-2: the design layout"), std::string::npos)
+      << e.out;
+  ProcessResult f = run_process({ZT_BIN, "estimate", "--model", "gpt2-tiny", "--layout", "engine",
+                                 "--offload", "none", "--dtype", "fp32"},
+                                30s);
+  ASSERT_EQ(f.exit_code, 0) << f.err;
+  EXPECT_NE(f.out.find("stage 0: 16Psi; 1: 8Psi + 8Psi/N"), std::string::npos) << f.out;
   ProcessResult bad = run_process({ZT_BIN, "estimate", "--model", "gpt2", "--layout", "x"}, 30s);
   EXPECT_EQ(bad.exit_code, 2);
   EXPECT_NE(bad.err.find("layout: expected design or engine, got 'x'"), std::string::npos)

@@ -76,7 +76,7 @@ TEST(ZerotrainEstimate, Fp32TrainingUses4Plus4Plus8BytesWithoutMaster) {
 }
 
 // StorageLayout::kEngine by hand, Ψ = 1000, N = 4, P = 250.
-TEST(ZerotrainEstimate, EngineLayoutCountsWhatStages0To2AllocateToday) {
+TEST(ZerotrainEstimate, EngineLayoutCountsWhatTheEngineAllocates) {
   auto eng = [](int stage, bool offload, TrainDtype d, int64_t persistent = 0) {
     StatusOr<MemoryEstimate> m = zerotrain_model_states(
         {.params = 1000, .world_size = 4, .dtype = d, .layout = StorageLayout::kEngine,
@@ -85,18 +85,27 @@ TEST(ZerotrainEstimate, EngineLayoutCountsWhatStages0To2AllocateToday) {
     EXPECT_TRUE(m.ok());
     return std::pair{m->device_bytes, m->host_bytes_per_rank};
   };
+  auto design = [](int stage) {
+    return zerotrain_model_states({.params = 1000, .world_size = 4}, stage, false)->device_bytes;
+  };
   using P = std::pair<int64_t, int64_t>;
   const TrainDtype bf16 = TrainDtype::kBf16, fp32 = TrainDtype::kFp32;
-  EXPECT_EQ(eng(0, false, bf16), P(20 * 1000, 0));  // 4 + 4 + 4 master + 8
+  // 16-bit stages 0-2 store DESIGN's layout: 2 + 2 + 4 master + 8.
+  for (int stage : {0, 1, 2}) EXPECT_EQ(eng(stage, false, bf16), P(design(stage), 0)) << stage;
+  EXPECT_EQ(eng(0, false, bf16), P(16 * 1000, 0));
+  EXPECT_EQ(eng(1, false, bf16), P(4 * 1000 + 12 * 250, 0));
+  EXPECT_EQ(eng(2, false, bf16), P(2 * 1000 + 14 * 250, 0));
+  // fp32: the model's buffer is the master.
   EXPECT_EQ(eng(0, false, fp32), P(16 * 1000, 0));
-  EXPECT_EQ(eng(1, false, bf16), P(8 * 1000 + 12 * 250, 0));
   EXPECT_EQ(eng(1, false, fp32), P(8 * 1000 + 8 * 250, 0));
-  EXPECT_EQ(eng(2, false, bf16), P(4 * 1000 + 16 * 250, 0));
   EXPECT_EQ(eng(2, false, fp32), P(4 * 1000 + 12 * 250, 0));
-  // Offload: master (a copy for fp32 too), Adam and fp32 grads on the host.
+  // Offload: master (a copy for fp32 too), Adam and the optimizer's
+  // gradients (fp32 at stage 1, the stage-2 accumulator) on the host.
+  EXPECT_EQ(eng(1, true, fp32), P(8 * 1000, 16 * 250));
+  EXPECT_EQ(eng(2, true, fp32), P(4 * 1000, 16 * 250));
+  EXPECT_EQ(eng(1, true, bf16), P(4 * 1000, 16 * 250));
+  EXPECT_EQ(eng(2, true, bf16), P(2 * 1000, 14 * 250));
   for (TrainDtype d : {bf16, fp32}) {
-    EXPECT_EQ(eng(1, true, d), P(8 * 1000, 16 * 250));
-    EXPECT_EQ(eng(2, true, d), P(4 * 1000, 16 * 250));
     EXPECT_EQ(eng(3, true, d, 40), P(4 * 40, 16 * 250));  // persistent copies stay
     EXPECT_EQ(eng(3, false, d, 40), P(16 * 250 + 4 * 40, 0));
   }

@@ -50,24 +50,35 @@ inline int64_t slot_bytes(const Result& r, int n) {
 }
 
 // offload_optimizer: the optimizer's partition (fp32 master — a copy even
-// for fp32 —, Adam's m and v, the fp32 gradient partition) is on the host;
-// the device keeps the model's 4Ψ parameters, in stage 1 its 4Ψ gradient
-// buffer, in stage 2 that buffer as staging beside the bucket staging.
-inline void expect_offload_bytes(const Result& r, int stage, int n) {
+// for fp32 —, Adam's m and v, its gradient partition: fp32 at stage 1,
+// the accumulator — 16-bit for bf16 — at stage 2) is on the host; the
+// device keeps the compute copy (4Ψ, or 2Ψ for bf16), in stage 1 the full
+// gradients (the same size), in stage 2 the fp32 [Ψ] backward buffer as
+// staging beside the bucket staging (and for bf16 the expansion pool).
+inline void expect_offload_bytes(const Result& r, int stage, int n, bool bf16 = false) {
   const int64_t psi = r.numel, own = r.own;
+  const int64_t e = bf16 ? 2 : 4;
+  const int64_t host_grad = stage == 1 ? 4 : e;
   EXPECT_EQ(r.host_bytes.parameters, 0);
   EXPECT_EQ(r.host_bytes.master_weights, 4 * own);
   EXPECT_EQ(r.host_bytes.optimizer_states, 8 * own);
-  EXPECT_EQ(r.host_bytes.gradients, 4 * own);
+  EXPECT_EQ(r.host_bytes.gradients, host_grad * own);
   EXPECT_EQ(r.host_bytes.buffers, 0);
-  EXPECT_EQ(r.bytes.parameters, 4 * psi);
+  EXPECT_EQ(r.bytes.parameters, e * psi);
   EXPECT_EQ(r.bytes.master_weights, 0);
   EXPECT_EQ(r.bytes.optimizer_states, 0);
-  EXPECT_EQ(r.bytes.gradients, stage == 1 ? 4 * psi : 0);
-  EXPECT_EQ(r.bytes.buffers, slot_bytes(r, n) + (stage == 2 ? 4 * psi : 0));
-  // DESIGN: offload moves the optimizer's share, 16Ψ/N with our fp32
-  // master and gradient partition, to the host (padding aside).
-  EXPECT_NEAR(double(r.host_bytes.total()), 16.0 * psi / n, 16.0 * n);
+  EXPECT_EQ(r.bytes.gradients, stage == 1 ? e * psi : 0);
+  const int64_t fixed = slot_bytes(r, n) + (stage == 2 ? 4 * psi : 0);
+  if (bf16) {
+    EXPECT_GT(r.bytes.buffers, fixed);
+    EXPECT_LT(r.bytes.buffers, fixed + 8 * psi);
+  } else {
+    EXPECT_EQ(r.bytes.buffers, fixed);
+  }
+  // DESIGN: offload moves the optimizer's share, 12Ψ/N plus our gradient
+  // partition, to the host (padding aside).
+  EXPECT_NEAR(double(r.host_bytes.total()), double(12 + host_grad) * psi / n,
+              double(12 + host_grad) * n);
 }
 
 }  // namespace zerotrain::zero::testutil

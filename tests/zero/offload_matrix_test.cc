@@ -44,7 +44,7 @@ TEST(ZeroOffloadMatrix, FollowsStage0AndIsBitIdenticalToNoOffloadAt1To4RanksFp32
         // bf16: weight rounding amplifies the fp32 reduction-order noise.
         expect_equivalent(off, ref, bf16 ? 2e-3 : 1e-5, what);
         expect_identical(off, plain, what);
-        for (const Result& r : off) expect_offload_bytes(r, stage, n);
+        for (const Result& r : off) expect_offload_bytes(r, stage, n, bf16);
       }
   }
 }

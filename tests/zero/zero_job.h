@@ -87,14 +87,12 @@ inline void train_rank(comm::Communicator& c, const Job& j, Result* out) {
     ASSERT_TRUE(c.allreduce(std::span<float>(&global, 1), comm::ReduceOp::kAvg).ok());
     out->losses.push_back(global);
   }
+  // Stage 3 and 16-bit stages 0-2 free the model's buffers: ask the strategy.
+  out->weights.resize(static_cast<size_t>(m.layout().total_numel()));
+  ASSERT_TRUE((*e)->strategy().gather_full_parameters(out->weights).ok());
   if (auto* z3 = dynamic_cast<Stage3Strategy*>(&(*e)->strategy())) {
-    // Stage 3 freed the model's buffers: gather the weights it computes from.
-    out->weights.resize(static_cast<size_t>(m.layout().total_numel()));
-    ASSERT_TRUE(z3->gather_full_parameters(out->weights).ok());
     out->own = z3->layout().owned_numel();
     out->stage3 = z3->coordinator().stats();
-  } else {
-    out->weights = copy(m.parameters(), m.layout().total_numel());
   }
   out->bytes = (*e)->memory().model_states;
   out->host_bytes = (*e)->memory().host_model_states;

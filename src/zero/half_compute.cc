@@ -1,0 +1,110 @@
+// HalfComputeCopy: per-stage fp32 expansion of a 16-bit compute copy (see
+// half_compute.h).
+#include "zero/half_compute.h"
+
+#include <cstring>
+#include <string>
+
+#include "zero/pass_trace.h"
+
+namespace zerotrain::zero {
+
+StatusOr<std::unique_ptr<HalfComputeCopy>> HalfComputeCopy::create(
+    const HalfComputeOptions& o, std::span<const float> weights) {
+  if (o.model == nullptr) return invalid_argument("HalfComputeCopy: a model is required");
+  if (o.dtype != tensor::DType::kBFloat16 && o.dtype != tensor::DType::kFloat16)
+    return invalid_argument("HalfComputeCopy: the dtype must be bf16 or fp16");
+  model::GptModel& m = *o.model;
+  const auto numel = static_cast<size_t>(m.layout().total_numel());
+  if (weights.size() != numel)
+    return invalid_argument("HalfComputeCopy: " + std::to_string(weights.size()) +
+                            " weights for a model of " + std::to_string(numel));
+  std::unique_ptr<HalfComputeCopy> h(new HalfComputeCopy(o));
+  ZT_ASSIGN_OR_RETURN(h->params_, PartitionArray::allocate(o.dtype, numel, false, false));
+  h->params_.write(0, weights);
+  if (o.accumulate_gradients) {
+    ZT_ASSIGN_OR_RETURN(h->grads_, PartitionArray::allocate(o.dtype, numel, false, false));
+  }
+  std::vector<int64_t> group_numel;
+  for (const auto& g : m.layout().groups()) group_numel.push_back(g.numel);
+  // No prefetch (nothing to wait for), reuse only at distance 0.
+  ZT_ASSIGN_OR_RETURN(h->coordinator_,
+                      ParamCoordinator::create(pass_trace(m), std::move(group_numel),
+                                               {.max_reuse_distance = 1}, h.get()));
+  h->expanded_.resize(static_cast<size_t>(m.num_groups()));
+  h->grad_buffers_.resize(static_cast<size_t>(m.num_groups()));
+  m.release_owned_buffers();
+  return h;
+}
+
+HalfComputeCopy::~HalfComputeCopy() {
+  model::GptModel& m = *options_.model;
+  for (int g = 0; g < m.num_groups(); ++g) {
+    if (!expanded_[static_cast<size_t>(g)].empty()) m.set_group_parameters(g, nullptr);
+    if (!grad_buffers_[static_cast<size_t>(g)].empty()) m.set_group_gradients(g, nullptr);
+  }
+}
+
+Status HalfComputeCopy::start_gather(int g) {
+  const auto& gi = options_.model->layout().groups()[static_cast<size_t>(g)];
+  BufferPool::Buffer& b = expanded_[static_cast<size_t>(g)];
+  ZT_ASSIGN_OR_RETURN(b, pool_.acquire(static_cast<size_t>(gi.numel) * sizeof(float)));
+  params_.read(static_cast<size_t>(gi.offset), static_cast<size_t>(gi.numel),
+               reinterpret_cast<float*>(b.data()));
+  return Status();
+}
+
+Status HalfComputeCopy::finish_gather(int g) {
+  options_.model->set_group_parameters(
+      g, reinterpret_cast<float*>(expanded_[static_cast<size_t>(g)].data()));
+  return Status();
+}
+
+void HalfComputeCopy::release(int g) {
+  options_.model->set_group_parameters(g, nullptr);
+  pool_.release(std::move(expanded_[static_cast<size_t>(g)]));
+}
+
+Status HalfComputeCopy::before_backward(int s) {
+  model::GptModel& m = *options_.model;
+  ZT_RETURN_IF_ERROR(coordinator_.before_step(backward_step(m, s)));
+  if (!options_.accumulate_gradients) return Status();
+  for (int g : m.grad_groups_written(s)) {
+    BufferPool::Buffer& b = grad_buffers_[static_cast<size_t>(g)];
+    if (!b.empty()) continue;  // group 0: bound since the head's stage
+    const auto bytes = static_cast<size_t>(m.layout().groups()[static_cast<size_t>(g)].numel) *
+                       sizeof(float);
+    ZT_ASSIGN_OR_RETURN(b, pool_.acquire(bytes));
+    std::memset(b.data(), 0, bytes);  // backward adds into it
+    m.set_group_gradients(g, reinterpret_cast<float*>(b.data()));
+  }
+  return Status();
+}
+
+Status HalfComputeCopy::after_backward(int s) {
+  model::GptModel& m = *options_.model;
+  if (options_.accumulate_gradients) {
+    BufferPool::Buffer& b = grad_buffers_[static_cast<size_t>(s)];
+    if (b.empty())
+      return internal_error("16-bit gradients: group " + std::to_string(s) +
+                            " has no gradient buffer (backward out of order)");
+    const auto& gi = m.layout().groups()[static_cast<size_t>(s)];
+    grads_.add(static_cast<size_t>(gi.offset),
+               {reinterpret_cast<const float*>(b.data()), static_cast<size_t>(gi.numel)});
+    m.set_group_gradients(s, nullptr);
+    pool_.release(std::move(b));
+  }
+  return coordinator_.after_step(backward_step(m, s));
+}
+
+void HalfComputeCopy::zero_gradients() {
+  if (!options_.accumulate_gradients) return;
+  grads_.fill_zero();
+  for (size_t g = 0; g < grad_buffers_.size(); ++g) {
+    if (grad_buffers_[g].empty()) continue;
+    options_.model->set_group_gradients(static_cast<int>(g), nullptr);
+    pool_.release(std::move(grad_buffers_[g]));
+  }
+}
+
+}  // namespace zerotrain::zero
