@@ -37,6 +37,8 @@ void add_into(std::span<float> dst, std::span<const float> src) {
 
 ShardedStrategy::~ShardedStrategy() {
   if (hooks_installed_) options_.model->set_hooks({});
+  // 16-bit stage 2 bound its own backward buffer, about to be freed.
+  if (!stage2_grads_.empty()) options_.model->set_gradients(nullptr);
 }
 
 void ShardedStrategy::install_hooks() {
