@@ -32,10 +32,10 @@ StatusOr<std::unique_ptr<DataParallelStrategy>> DataParallelStrategy::create(
     ZT_ASSIGN_OR_RETURN(s->own_master_, tensor::AlignedBuffer<float>::allocate(n));
     std::memcpy(s->own_master_.data(), s->params_.data(), s->params_.size_bytes());
     s->master_ = s->own_master_.span();
-    const tensor::DType d16 =
-        o.dtype == config::DType::kFp16 ? tensor::DType::kFloat16 : tensor::DType::kBFloat16;
     ZT_ASSIGN_OR_RETURN(s->half_, zero::HalfComputeCopy::create(
-                                      {.model = o.model, .dtype = d16, .accumulate_gradients = true},
+                                      {.model = o.model,
+                                       .dtype = zero::storage_dtype(o.dtype),
+                                       .accumulate_gradients = true},
                                       s->params_));
     s->params_ = {};
     s->grads_ = {};

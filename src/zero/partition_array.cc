@@ -94,4 +94,16 @@ void PartitionArray::fill_zero() {
   if (size_ > 0) std::memset(data_, 0, size_ * tensor::dtype_size(dtype_));
 }
 
+tensor::DType storage_dtype(config::DType d) {
+  switch (d) {
+    case config::DType::kBf16:
+      return tensor::DType::kBFloat16;
+    case config::DType::kFp16:
+      return tensor::DType::kFloat16;
+    case config::DType::kFp32:
+      break;
+  }
+  return tensor::DType::kFloat32;
+}
+
 }  // namespace zerotrain::zero

@@ -19,6 +19,7 @@
 #include <span>
 
 #include "common/status.h"
+#include "config/config.h"
 #include "tensor/aligned_buffer.h"
 #include "tensor/dtype.h"
 #include "zero/host_buffer.h"
@@ -60,6 +61,10 @@ class PartitionArray {
   tensor::DType dtype_ = tensor::DType::kFloat32;
   bool on_host_ = false;
 };
+
+// The storage type of a model dtype: bf16/fp16 for the 16-bit ones, fp32
+// for fp32.
+tensor::DType storage_dtype(config::DType d);
 
 // Converts n elements of `dtype` at src to fp32 (a copy for fp32), and back.
 void to_fp32(tensor::DType dtype, const std::byte* src, size_t n, float* out);

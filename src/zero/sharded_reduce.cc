@@ -25,10 +25,6 @@ Scaling scaling_for(const ShardedOptions& o, int n) {
           comm::ReduceOp::kSum};
 }
 
-StatusOr<tensor::AlignedBuffer<float>> zeroed_floats(int64_t n) {
-  return tensor::AlignedBuffer<float>::allocate(static_cast<size_t>(n));
-}
-
 void add_into(std::span<float> dst, std::span<const float> src) {
   for (size_t i = 0; i < src.size(); ++i) dst[i] += src[i];
 }
@@ -163,7 +159,8 @@ Status ShardedStrategy::allreduce_buckets() {
     std::span<float> g;
     if (grads_.empty()) {
       if (allreduce_staging_.size() < static_cast<size_t>(b.count)) {
-        ZT_ASSIGN_OR_RETURN(allreduce_staging_, zeroed_floats(b.count));
+        ZT_ASSIGN_OR_RETURN(allreduce_staging_, tensor::AlignedBuffer<float>::allocate(
+                                                     static_cast<size_t>(b.count)));
       }
       g = allreduce_staging_.span().subspan(0, b.count);
       read_gradients(b, g.data());

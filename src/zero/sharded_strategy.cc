@@ -14,10 +14,6 @@
 namespace zerotrain::zero {
 namespace {
 
-tensor::DType storage_dtype(config::DType d) {
-  return d == config::DType::kFp16 ? tensor::DType::kFloat16 : tensor::DType::kBFloat16;
-}
-
 StatusOr<tensor::AlignedBuffer<float>> zeroed(int64_t n) {
   if (n <= 0) return tensor::AlignedBuffer<float>();
   return tensor::AlignedBuffer<float>::allocate(static_cast<size_t>(n));

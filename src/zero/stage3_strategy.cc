@@ -14,18 +14,6 @@
 namespace zerotrain::zero {
 namespace {
 
-tensor::DType storage_dtype(config::DType d) {
-  switch (d) {
-    case config::DType::kBf16:
-      return tensor::DType::kBFloat16;
-    case config::DType::kFp16:
-      return tensor::DType::kFloat16;
-    case config::DType::kFp32:
-      break;
-  }
-  return tensor::DType::kFloat32;
-}
-
 Status validate(const Stage3Options& o) {
   if (o.model == nullptr || o.comm == nullptr)
     return invalid_argument("Stage3Strategy: model and comm are required");
