@@ -348,7 +348,9 @@ void add_zero_keys(std::vector<KeySpec>& out) {
        .default_json = "500000000",
        .min = 1,
        .auto_ok = true,
-       .help = "Gradient elements per reduction bucket. auto: hidden_size².",
+       .help = "Gradient elements per reduction bucket. auto: hidden_size². Stages 1-2 (not "
+               "fp32 stage 1): a rank owns a chunk of each bucket, so buckets reduce as "
+               "backward passes them.",
        ZT_FIELD(zero.reduce_bucket_size)},
       {.path = "zero_optimization.allgather_partitions",
        .type = kBool,

@@ -82,7 +82,14 @@ std::pair<int64_t, int64_t> engine_stage012(const ZeroSetup& s, int stage, bool 
   }
   const int64_t grad_n = stage == 2 ? part : full;
   const int64_t opt_n = stage >= 1 ? part : full;
-  return {p * full + p * grad_n + (fp32 ? 8 : 12) * opt_n, 0};
+  // fp32 stages 0-1: the params' own slice is the master; stage 2 owns a
+  // chunk of every reduce bucket of N·S elements (S = the bucket's per-rank
+  // share, at most P; one slice only when one bucket spans Ψ or N is 1)
+  // and then keeps a master copy.
+  const int64_t per_rank = std::clamp<int64_t>(s.reduce_bucket_size / s.world_size, 1, part);
+  const bool one_slice = s.world_size == 1 || per_rank * s.world_size >= full;
+  const bool aliased_master = fp32 && (stage < 2 || one_slice);
+  return {p * full + p * grad_n + (aliased_master ? 8 : 12) * opt_n, 0};
 }
 
 }  // namespace

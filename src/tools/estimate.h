@@ -59,8 +59,9 @@ enum class StorageLayout {
   kDesign,
   // What zerotrain's engine allocates (engine::MemoryReport without
   // buffers and activations). Stages 0-2 without offload: fp32 keeps
-  // 4 params + 4 grads + 8 Adam (the params are the master), the grads a
-  // partition at stage 2; bf16/fp16 is the design layout. offload_optimizer
+  // 4 params + 4 grads + 8 Adam (the params are the master; at stage 2 over
+  // several reduce buckets + 4 master), the grads a partition at stage 2;
+  // bf16/fp16 is the design layout. offload_optimizer
   // moves the fp32 master (a copy also for fp32), Adam and the optimizer's
   // gradient partition (fp32 at stage 1, the accumulator at stage 2) to the
   // host. Stage 3 stores the design layout (its fp32 params are the
@@ -83,6 +84,10 @@ struct ZeroSetup {
   // stage3_param_persistence_threshold, which every rank also keeps whole
   // in fp32 storage on the device (ModelCounts::stage3_persistent_numel).
   int64_t stage3_persistent_numel = 0;
+  // Layout kEngine, fp32 stage 2: with more than one reduce bucket over Ψ
+  // a rank owns a chunk of each (zero/shard_layout.h), not one slice of the
+  // params, and keeps a separate fp32 master. DeepSpeed's default.
+  int64_t reduce_bucket_size = 500'000'000;
 };
 
 // zerotrain's model-state bytes, stage 0..3, with P = ceil(Ψ/N). Layout
@@ -145,6 +150,10 @@ struct ModelCounts {
   // rank: their elements (alignment gaps included), as zero::Stage3Layout
   // counts them.
   int64_t stage3_persistent_numel = 0;
+  // Layout kEngine, fp32 stage 2: with more than one reduce bucket over Ψ
+  // a rank owns a chunk of each (zero/shard_layout.h), not one slice of the
+  // params, and keeps a separate fp32 master. DeepSpeed's default.
+  int64_t reduce_bucket_size = 500'000'000;
 };
 // stage3_persistence_threshold: zero_optimization.stage3_param_persistence_threshold.
 inline constexpr int64_t kDefaultPersistenceThreshold = 100'000;  // DeepSpeed's default

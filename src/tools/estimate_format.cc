@@ -92,7 +92,9 @@ std::string layout_lines(const EstimateRequest& r) {
            "(stage 1) or 2Psi (stage 2)\n";
     else
       o << "fp32 training, stages 0-2: 4 params + 4 grads + 8 Adam m, v (the params are the "
-           "master)\nstage 0: 16Psi; 1: 8Psi + 8Psi/N; 2: 4Psi + 12Psi/N; offload (1, 2): "
+           "master)\nstage 0: 16Psi; 1: 8Psi + 8Psi/N; 2: 4Psi + 12Psi/N (4Psi + 16Psi/N, a "
+           "master copy, when reduce_bucket_size < Psi cuts it into several buckets); "
+           "offload (1, 2): "
            "host 16Psi/N (master copy, Adam, fp32 grads), device 8Psi (stage 1) or 4Psi "
            "(stage 2)\n";
     o << "stage 3: " << b.total() << "Psi/N (" << b.param << " params + " << b.grad << " grads + "

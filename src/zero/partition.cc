@@ -43,12 +43,6 @@ std::vector<Range> bucket_columns(int64_t shard, int64_t per_shard) {
   return contiguous_buckets({0, shard}, per_shard);
 }
 
-Range column_piece(int64_t numel, int world, int rank, Range col) {
-  const int64_t p = shard_size(numel, world);
-  Range r = intersect({rank * p + col.offset, col.count}, {0, numel});
-  return r;
-}
-
 std::vector<Range> contiguous_buckets(Range whole, int64_t bucket) {
   ZT_CHECK(bucket >= 1, "contiguous_buckets: bucket ", bucket);
   std::vector<Range> out;
@@ -56,7 +50,5 @@ std::vector<Range> contiguous_buckets(Range whole, int64_t bucket) {
     out.push_back({b, std::min(bucket, whole.end() - b)});
   return out;
 }
-
-bool column_ready(Range col, int64_t final_begin) { return col.offset >= final_begin; }
 
 }  // namespace zerotrain::zero

@@ -5,13 +5,13 @@
 // Buckets are "columns": bucket c is the same shard-relative range
 // [c.offset, c.offset + c.count) taken from EVERY rank's shard, so one
 // bucket is N equal chunks and a reduce-scatter (or all-gather) of it moves
-// exactly (N−1)·c.count elements per rank: over all buckets (N−1)·P, the
-// padded Ψ(N−1)/N, with no per-bucket padding. A bucket of B elements in
-// total has S = clamp(B / N, 1, P) elements per shard.
+// exactly (N−1)·c.count elements per rank, with no per-bucket padding. A
+// bucket of B elements in total has S = clamp(B / N, 1, P) elements per
+// shard. (Stage 3 cuts each group's chunk so; stages 1-2 own chunks of
+// contiguous buckets instead, shard_layout.h.)
 //
 //   Range own = rank_range(numel, n, rank);                  // real elements
-//   for (Range col : bucket_columns(shard_size(numel, n), bucket_shard(B, n, P)))
-//     for (int r = 0; r < n; ++r) Range src = column_piece(numel, n, r, col);
+//   for (Range col : bucket_columns(shard_size(numel, n), bucket_shard(B, n, P))) ...
 //
 // Thread-safety: pure functions.
 #pragma once
@@ -44,14 +44,8 @@ std::vector<Range> split_by_rank(Range bucket, int64_t numel, int world);
 int64_t bucket_shard(int64_t bucket_size, int world, int64_t shard);
 // [0, shard) cut into consecutive ranges of `per_shard` (the last shorter).
 std::vector<Range> bucket_columns(int64_t shard, int64_t per_shard);
-// The real flat elements of column `col` in rank's shard.
-Range column_piece(int64_t numel, int world, int rank, Range col);
 // [0, numel) cut into consecutive ranges of `bucket` elements (all-reduce
 // and broadcast buckets).
 std::vector<Range> contiguous_buckets(Range whole, int64_t bucket);
-// True when every piece of column `col` lies in the flat suffix
-// [final_begin, ∞) (backward finalizes gradients from the end of the
-// buffer): rank 0's piece starts lowest, so it decides.
-bool column_ready(Range col, int64_t final_begin);
 
 }  // namespace zerotrain::zero

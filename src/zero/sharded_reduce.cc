@@ -80,7 +80,7 @@ Status ShardedStrategy::on_group_final(int group) {
   }
   next_final_group_ = group - 1;
   const int64_t final_begin = options_.model->layout().groups()[group].offset;
-  while (pending_cols_ > 0 && column_ready(reduce_cols_[pending_cols_ - 1], final_begin)) {
+  while (pending_cols_ > 0 && reduce_floor_[pending_cols_ - 1] >= final_begin) {
     ZT_RETURN_IF_ERROR(reduce_column(reduce_cols_[pending_cols_ - 1]));
     --pending_cols_;
     ++hook_flushed_;
@@ -98,8 +98,8 @@ void ShardedStrategy::read_gradients(Range src, float* out) const {
 
 Status ShardedStrategy::reduce_column(Range col) {
   const int n = world();
-  if (n == 1) {  // own_ is [0, Ψ): shard-relative is flat
-    const Range own = intersect(col, {0, own_.count});
+  if (n == 1) {  // one rank owns [0, Ψ): slots are flat
+    const Range own = intersect(col, {0, own_count_});
     if (!separate_grads_ || own.count == 0) return Status();
     if (grads_.empty()) {  // 16-bit stage 1: straight into the fp32 own gradients
       ZT_RETURN_IF_ERROR(ensure_step_gradients());
@@ -113,10 +113,15 @@ Status ShardedStrategy::reduce_column(Range col) {
   ZT_ASSIGN_OR_RETURN(std::span<float> slot, pipe_.next_slot());
   std::span<float> all = slot.subspan(0, n * cc);
   for (int r = 0; r < n; ++r) {
-    const Range src = column_piece(numel_, n, r, col);
+    // One run at most (a reduce column stays in one bucket), at the
+    // chunk's start: a rank's real elements are a slot prefix.
     std::span<float> chunk = all.subspan(r * cc, cc);
-    read_gradients(src, chunk.data());
-    std::fill(chunk.begin() + std::max<int64_t>(src.count, 0), chunk.end(), 0.0f);
+    int64_t filled = 0;
+    for (const SlotRun& run : layout_.runs(r, col)) {
+      read_gradients({run.flat, run.count}, chunk.data() + (run.slot - col.offset));
+      filled = run.slot - col.offset + run.count;
+    }
+    std::fill(chunk.begin() + filled, chunk.end(), 0.0f);
   }
   if (sc.pre != 1.0f) optim::scale_in_place(all, sc.pre);
   std::span<float> mine = all.subspan(rank() * cc, cc);
@@ -133,7 +138,7 @@ Status ShardedStrategy::reduce_column(Range col) {
 // (in the model's own slice, the host partition with offload, or the
 // transient fp32 slice for 16-bit).
 Status ShardedStrategy::take_reduced(Range col, std::span<float> mine) {
-  const Range own = intersect(col, {0, own_.count});  // shard-relative
+  const Range own = intersect(col, {0, own_count_});  // slots
   if (own.count <= 0) return Status();
   std::span<const float> real = mine.subspan(0, own.count);
   if (grad_part16_.size() > 0) {
@@ -171,11 +176,13 @@ Status ShardedStrategy::allreduce_buckets() {
       if (sc.pre != 1.0f) optim::scale_in_place(g, sc.pre);
       ZT_RETURN_IF_ERROR(options_.comm->allreduce(g, sc.op));
     }
-    const Range mine = intersect(b, own_);
-    if (mine.count <= 0) continue;
-    std::span<float> piece = g.subspan(mine.offset - b.offset, mine.count);
-    if (sc.post != 1.0f) optim::scale_in_place(piece, sc.post);
-    ZT_RETURN_IF_ERROR(take_reduced({mine.offset - own_.offset, mine.count}, piece));
+    for (const SlotRun& run : own_runs_) {
+      const Range mine = intersect(b, {run.flat, run.count});
+      if (mine.count <= 0) continue;
+      std::span<float> piece = g.subspan(mine.offset - b.offset, mine.count);
+      if (sc.post != 1.0f) optim::scale_in_place(piece, sc.post);
+      ZT_RETURN_IF_ERROR(take_reduced({run.slot + mine.offset - run.flat, mine.count}, piece));
+    }
   }
   return Status();
 }

@@ -42,6 +42,19 @@ Status validate(const ShardedOptions& o) {
   return Status();
 }
 
+// Elements of one ownership bucket (shard_layout.h): reduce_bucket_size, so
+// the reduce buckets are contiguous and become final in backward order,
+// except at fp32 stage 1, which keeps one contiguous shard so the model's
+// own slice doubles as the master and the reduced gradients (it reduces
+// once a step, at the boundary). fp32 stage 2 pays a separate master
+// (4Ψ/N, as DeepSpeed's fp32 layout) for reductions that overlap
+// backward. The layout depends on the stage and dtype only, so offload and
+// overlap_comm never change which rank sums what: same floats.
+int64_t ownership_bucket(const ShardedOptions& o, int64_t numel, int world) {
+  const bool whole = o.dtype == config::DType::kFp32 && o.stage == 1;
+  return whole ? std::max<int64_t>(padded_numel(numel, world), 1) : o.reduce_bucket_size;
+}
+
 template <typename Half16, void (*kDown)(std::span<const float>, std::span<Half16>),
           void (*kUp)(std::span<const Half16>, std::span<float>)>
 void round_blocks(std::span<const float> in, std::span<float> out) {
@@ -75,7 +88,7 @@ void round_to(config::DType dtype, std::span<const float> in, std::span<float> o
 // One owned-partition buffer of |own| floats, zeroed: on the host (pinned
 // if asked) with offload, else in compute memory.
 Status ShardedStrategy::allocate_owned() {
-  const auto count = static_cast<size_t>(own_.count);
+  const auto count = static_cast<size_t>(own_count_);
   auto owned = [&]() -> StatusOr<std::span<float>> {
     if (options_.offload_optimizer) {
       ZT_ASSIGN_OR_RETURN(HostBuffer<float> b,
@@ -83,16 +96,21 @@ Status ShardedStrategy::allocate_owned() {
       host_owned_.push_back(std::move(b));
       return host_owned_.back().span();
     }
-    ZT_ASSIGN_OR_RETURN(tensor::AlignedBuffer<float> b, zeroed(own_.count));
+    ZT_ASSIGN_OR_RETURN(tensor::AlignedBuffer<float> b, zeroed(own_count_));
     device_owned_.push_back(std::move(b));
     return device_owned_.back().span();
   };
-  const auto own = static_cast<size_t>(own_.offset);
-  // fp32 without offload: the model's own slice IS the master.
-  separate_master_ = options_.dtype != config::DType::kFp32 || options_.offload_optimizer;
+  // fp32 without offload: the model's slice is the master when this rank
+  // owns one contiguous range (stage 1, or one rank).
+  const std::vector<Range> ranges = layout_.owned_ranges(rank());
+  const bool contiguous = ranges.size() <= 1;
+  const auto own = static_cast<size_t>(ranges.empty() ? 0 : ranges.front().offset);
+  separate_master_ =
+      options_.dtype != config::DType::kFp32 || options_.offload_optimizer || !contiguous;
   if (separate_master_) {
     ZT_ASSIGN_OR_RETURN(master_, owned());
-    if (count > 0) std::memcpy(master_.data(), params_.data() + own, count * sizeof(float));
+    for (const SlotRun& r : own_runs_)
+      std::memcpy(master_.data() + r.slot, params_.data() + r.flat, r.count * sizeof(float));
   } else {
     master_ = params_.subspan(own, count);
   }
@@ -101,11 +119,12 @@ Status ShardedStrategy::allocate_owned() {
     state_spans_.push_back(st);
   }
   // fp32 stage 1 reduces into the model's own slice unless the
-  // optimizer's gradients must be on the host; stage 2 always accumulates
-  // apart. 16-bit: stage 1's optimizer gradients are transient unless
-  // offloaded; stage 2 accumulates in 16 bits (ensure_step_gradients).
+  // optimizer's gradients must be on the host (or the slice is not one
+  // range); stage 2 always accumulates apart. 16-bit: stage 1's optimizer
+  // gradients are transient unless offloaded; stage 2 accumulates in 16
+  // bits (ensure_step_gradients).
   const bool half = options_.dtype != config::DType::kFp32;
-  separate_grads_ = options_.stage == 2 || options_.offload_optimizer || half;
+  separate_grads_ = options_.stage == 2 || options_.offload_optimizer || half || !contiguous;
   if (half && options_.stage == 2) {
     ZT_ASSIGN_OR_RETURN(grad_part16_,
                         PartitionArray::allocate(storage_dtype(options_.dtype), count,
@@ -140,10 +159,10 @@ Status ShardedStrategy::make_half_copy() {
 }
 
 Status ShardedStrategy::ensure_step_gradients() {
-  if (!owned_grads_.empty() || own_.count == 0) return Status();
+  if (!owned_grads_.empty() || own_count_ == 0) return Status();
   ZT_ASSIGN_OR_RETURN(step_grads_,
                       PartitionArray::allocate(tensor::DType::kFloat32,
-                                               static_cast<size_t>(own_.count),
+                                               static_cast<size_t>(own_count_),
                                                options_.offload_optimizer, options_.pin_memory));
   owned_grads_ = step_grads_.f32();
   return Status();
@@ -154,8 +173,9 @@ StatusOr<std::unique_ptr<ShardedStrategy>> ShardedStrategy::create(const Sharded
   std::unique_ptr<ShardedStrategy> s(new ShardedStrategy(o));
   const int n = o.comm->world_size();
   s->numel_ = o.model->layout().total_numel();
-  s->shard_ = shard_size(s->numel_, n);
-  s->own_ = rank_range(s->numel_, n, o.comm->rank());
+  s->layout_ = ShardLayout(s->numel_, n, ownership_bucket(o, s->numel_, n));
+  s->own_count_ = s->layout_.owned_count(o.comm->rank());
+  s->own_runs_ = s->layout_.runs(o.comm->rank(), {0, s->layout_.slots()});
   s->params_ = {o.model->parameters(), static_cast<size_t>(s->numel_)};
   s->grads_ = {o.model->gradients(), static_cast<size_t>(s->numel_)};
   if (n > 1) ZT_RETURN_IF_ERROR(o.comm->broadcast(s->params_, 0));
@@ -163,13 +183,19 @@ StatusOr<std::unique_ptr<ShardedStrategy>> ShardedStrategy::create(const Sharded
   // Every rank holds the same broadcast weights: the 16-bit copy rounds
   // them locally.
   if (o.dtype != config::DType::kFp32) ZT_RETURN_IF_ERROR(s->make_half_copy());
-  s->reduce_cols_ = bucket_columns(s->shard_, bucket_shard(o.reduce_bucket_size, n, s->shard_));
-  s->gather_cols_ = bucket_columns(s->shard_, bucket_shard(o.allgather_bucket_size, n, s->shard_));
+  const int64_t q = s->layout_.slots();
+  s->reduce_cols_ = s->layout_.reduce_columns(bucket_shard(o.reduce_bucket_size, n, q));
+  for (const Range& col : s->reduce_cols_)
+    s->reduce_floor_.push_back(s->layout_.column_floor(col));
+  s->gather_cols_ = contiguous_buckets({0, q}, bucket_shard(o.allgather_bucket_size, n, q));
+  auto widest = [](const std::vector<Range>& cols) {
+    int64_t w = 0;
+    for (const Range& c : cols) w = std::max(w, c.count);
+    return w;
+  };
   int64_t staging = 0;
-  if (n > 1 && o.reduce_scatter && !s->reduce_cols_.empty())
-    staging = n * s->reduce_cols_.front().count;
-  if (n > 1 && o.allgather_partitions && !s->gather_cols_.empty())
-    staging = std::max(staging, n * s->gather_cols_.front().count);
+  if (n > 1 && o.reduce_scatter) staging = n * widest(s->reduce_cols_);
+  if (n > 1 && o.allgather_partitions) staging = std::max(staging, n * widest(s->gather_cols_));
   // A second slot only helps when there is a next bucket to fill.
   const size_t columns = std::max(o.reduce_scatter ? s->reduce_cols_.size() : 0,
                                   o.allgather_partitions ? s->gather_cols_.size() : 0);
@@ -193,30 +219,36 @@ Status ShardedStrategy::publish_parameters() {
   return options_.allgather_partitions ? gather_columns() : broadcast_shards();
 }
 
-// Column by column: own piece (rounded) into chunk `rank` of a staging
-// slot, all-gather in place, then every chunk's real elements into the
-// model. With two slots the next column is rounded while one is gathered.
+// The compute copy's bytes at flat element i (16-bit, or fp32).
+std::byte* ShardedStrategy::compute_at(int64_t i) {
+  if (half()) return half_->parameters().at(static_cast<size_t>(i));
+  return reinterpret_cast<std::byte*>(params_.data() + i);
+}
+
+// Column by column (slot ranges): own slots, rounded to the model dtype
+// and in its width (2 bytes for bf16/fp16, DeepSpeed's 16-bit all-gather),
+// into chunk `rank` of a staging slot, all-gather in place, then every
+// chunk's real elements into the compute copy. With two slots the next
+// column is rounded while one is gathered.
 Status ShardedStrategy::gather_columns() {
   const int n = world();
+  const tensor::DType wire = half() ? half_->parameters().dtype() : tensor::DType::kFloat32;
+  const size_t es = tensor::dtype_size(wire);
   for (const Range& col : gather_cols_) {
     const auto cc = static_cast<size_t>(col.count);
     ZT_ASSIGN_OR_RETURN(std::span<float> slot, pipe_.next_slot());
-    std::span<float> all = slot.subspan(0, n * cc);
-    std::span<float> mine = all.subspan(rank() * cc, cc);
-    const Range own = intersect(col, {0, own_.count});  // shard-relative
-    round_to(options_.dtype, master_.subspan(own.offset, own.count), mine.subspan(0, own.count));
-    std::fill(mine.begin() + own.count, mine.end(), 0.0f);
-    comm::WorkPtr w = options_.comm->allgather_async(std::as_bytes(mine), std::as_writable_bytes(all));
-    ZT_RETURN_IF_ERROR(pipe_.submit(std::move(w), [this, n, col, all, cc] {
-      for (int r = 0; r < n; ++r) {
-        const Range dst = column_piece(numel_, n, r, col);
-        if (dst.count <= 0) continue;
-        if (half())  // already rounded: exact
-          half_->parameters().write(static_cast<size_t>(dst.offset),
-                                    all.subspan(r * cc, static_cast<size_t>(dst.count)));
-        else
-          std::memcpy(params_.data() + dst.offset, all.data() + r * cc, dst.count * sizeof(float));
-      }
+    std::span<std::byte> all = std::as_writable_bytes(slot).subspan(0, n * cc * es);
+    std::span<std::byte> mine = all.subspan(rank() * cc * es, cc * es);
+    const Range own = intersect(col, {0, own_count_});
+    const auto oc = static_cast<size_t>(std::max<int64_t>(own.count, 0));
+    if (oc > 0) from_fp32(wire, master_.data() + own.offset, oc, mine.data());
+    std::fill(mine.begin() + static_cast<std::ptrdiff_t>(oc * es), mine.end(), std::byte{0});
+    comm::WorkPtr w = options_.comm->allgather_async(mine, all);
+    ZT_RETURN_IF_ERROR(pipe_.submit(std::move(w), [this, n, col, all, cc, es] {
+      for (int r = 0; r < n; ++r)
+        for (const SlotRun& run : layout_.runs(r, col))  // already rounded: exact
+          std::memcpy(compute_at(run.flat), all.data() + (r * cc + run.slot - col.offset) * es,
+                      static_cast<size_t>(run.count) * es);
       return Status();
     }));
   }
@@ -224,26 +256,21 @@ Status ShardedStrategy::gather_columns() {
 }
 
 // DeepSpeed's allgather_partitions = false: each owner broadcasts its
-// slice of the model buffer, in allgather_bucket_size pieces.
+// ranges of the compute copy, in allgather_bucket_size pieces.
 Status ShardedStrategy::broadcast_shards() {
-  if (half()) {
-    PartitionArray& p = half_->parameters();
-    p.write(static_cast<size_t>(own_.offset), master_);
-    const size_t es = tensor::dtype_size(p.dtype());
-    for (int r = 0; r < world(); ++r)
-      for (const Range& b :
-           contiguous_buckets(rank_range(numel_, world(), r), options_.allgather_bucket_size))
+  for (const SlotRun& run : own_runs_) {
+    std::span<const float> m = master_.subspan(run.slot, run.count);
+    if (half())
+      half_->parameters().write(static_cast<size_t>(run.flat), m);
+    else if (m.data() != params_.data() + run.flat)
+      round_to(options_.dtype, m, params_.subspan(run.flat, run.count));
+  }
+  const size_t es = half() ? tensor::dtype_size(half_->parameters().dtype()) : sizeof(float);
+  for (int r = 0; r < world(); ++r)
+    for (const Range& owned : layout_.owned_ranges(r))
+      for (const Range& b : contiguous_buckets(owned, options_.allgather_bucket_size))
         ZT_RETURN_IF_ERROR(options_.comm->broadcast(
-            std::span<std::byte>(p.at(static_cast<size_t>(b.offset)), b.count * es), r));
-    return Status();
-  }
-  if (master_.data() != params_.data() + own_.offset)
-    round_to(options_.dtype, master_, params_.subspan(own_.offset, own_.count));
-  for (int r = 0; r < world(); ++r) {
-    for (const Range& b :
-         contiguous_buckets(rank_range(numel_, world(), r), options_.allgather_bucket_size))
-      ZT_RETURN_IF_ERROR(options_.comm->broadcast(params_.subspan(b.offset, b.count), r));
-  }
+            std::span<std::byte>(compute_at(b.offset), static_cast<size_t>(b.count) * es), r));
   return Status();
 }
 

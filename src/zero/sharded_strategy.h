@@ -1,36 +1,40 @@
-// ShardedStrategy: ZeRO stages 1 and 2 (reference §3.1). The flat
-// parameter buffer of Ψ elements is split into N shards of P = ceil(Ψ/N)
-// (padded to N·P, see partition.h); rank r owns shard r and keeps the fp32
-// master weights (bf16/fp16; for fp32 the model's own slice IS the master)
-// and the optimizer states for its real elements only.
+// ShardedStrategy: ZeRO stages 1 and 2 (reference §3.1). Each rank owns
+// ~Ψ/N elements of the flat parameter buffer (zero::ShardLayout): a chunk
+// of every contiguous reduce_bucket_size bucket, so buckets become final
+// in backward order (fp32 stage 1: one contiguous shard [r·P, (r+1)·P),
+// so the model's own slice is the master and holds the reduced gradients).
+// The rank keeps the fp32 master weights (a copy unless fp32 with one
+// contiguous slice) and the optimizer states for its real elements only,
+// in "slot" order (owned_ranges()).
 //   stage 1: gradients accumulate in the model's full buffer; in the
-//            boundary micro-step's backward they are reduce-scattered in
-//            reduce_bucket_size column buckets into the own slice of that
-//            buffer, each bucket from the hooks once its groups are final
-//            (as DeepSpeed's stage 1 does on the boundary), the rest at
-//            after_backward.
+//            boundary micro-step's backward they are reduce-scattered
+//            bucket by bucket into the owned gradients, each bucket from
+//            the hooks once its groups are final (as DeepSpeed's stage 1
+//            does on the boundary), the rest at after_backward.
 //   stage 2: every micro-step's gradients are reduce-scattered as backward
 //            finalizes them (the model's after_backward(g) hook flushes
-//            every bucket whose pieces all lie in finalized groups) and
-//            added into a partition-sized fp32 accumulator; the model's
-//            buffer is zeroed after each micro-step and only stages.
-// After the optimizer step the own slice, rounded to the model dtype, is
-// all-gathered into every rank's model buffer in allgather_bucket_size
-// column buckets (allgather_partitions false: one broadcast series from
-// each owner). reduce_scatter false: all-reduce in buckets, keep the own
-// slice. Mean/sum, prescale and predivide as stage 0 (DataParallelStrategy).
+//            every bucket that lies in finalized groups) and added into a
+//            partition-sized accumulator; the model's buffer is zeroed
+//            after each micro-step and only stages.
+// After the optimizer step the owned master, rounded to the model dtype, is
+// all-gathered in that dtype (16 bits for bf16/fp16) into every rank's
+// compute copy in allgather_bucket_size slices of the owned arrays
+// (allgather_partitions false: one broadcast series from each owner).
+// reduce_scatter false: all-reduce in buckets, keep the own elements.
+// Mean/sum, prescale and predivide as stage 0 (DataParallelStrategy).
 // overlap_comm: the reduce-scatter and all-gather buckets go through two
 // staging slots (bucket_pipeline.h); stage 2's buckets, launched from the
 // backward hooks, run on the Communicator's thread while backward goes on
 // and are awaited before the next micro-step's reduction can reuse their
 // slot and at the end of after_backward (stage 1: the boundary micro-step's
 // buckets the same way); the all-gathers fill (round) one bucket while the
-// previous one is on the wire. Same floats, same bytes as inline.
+// previous one is on the wire. Same floats, same bytes as inline (the
+// layout never depends on overlap_comm or offload).
 // reduce_scatter false and allgather_partitions false stay inline.
 // offload_optimizer (device cpu): the fp32 master partition (a separate
 // copy also for fp32), the optimizer states and the fp32 gradient
 // partition the optimizer reads live in HostBuffers (pinned if
-// pin_memory); stage 1 copies the reduced own slice there, stage 2
+// pin_memory); stage 1 copies the reduced own elements there, stage 2
 // accumulates there. The fused AdamW runs on them; publish rounds the
 // updated master into the model buffer and gathers as without offload.
 //
@@ -46,9 +50,10 @@
 //
 // Memory (model_state_bytes, device), |own| ≈ Ψ/N:
 //   fp32:      parameters 4Ψ (the model's buffer; its own slice is the
-//              master); gradients 4Ψ (stage 1, the model's buffer) or
-//              4·|own| (stage 2); states 4·K·|own|: 8Ψ + 8Ψ/N (stage 1),
-//              4Ψ + 12Ψ/N (stage 2) for Adam.
+//              master, except at stage 2 over several buckets: + 4·|own|);
+//              gradients 4Ψ (stage 1, the model's buffer) or 4·|own|
+//              (stage 2); states 4·K·|own|: 8Ψ + 8Ψ/N (stage 1),
+//              4Ψ + 12Ψ/N or 4Ψ + 16Ψ/N (stage 2) for Adam.
 //   bf16/fp16: parameters 2Ψ; gradients 2Ψ (stage 1) or 2·|own| (stage
 //              2); master 4·|own|; states 4·K·|own|: DeepSpeed's
 //              4Ψ + 12Ψ/N and 2Ψ + 14Ψ/N for Adam.
@@ -79,6 +84,7 @@
 #include "zero/host_buffer.h"
 #include "zero/partition.h"
 #include "zero/partition_array.h"
+#include "zero/shard_layout.h"
 #include "zero/zero_strategy.h"
 
 namespace zerotrain::zero {
@@ -123,9 +129,9 @@ class ShardedStrategy : public ZeroStrategy {
   ModelStateBytes model_state_bytes() const override;
   ModelStateBytes host_model_state_bytes() const override;
 
-  Range own_range() const { return own_; }
-  std::vector<Range> owned_ranges() const override { return {own_}; }
-  int64_t shard() const { return shard_; }
+  const ShardLayout& layout() const { return layout_; }
+  int64_t owned_count() const { return own_count_; }  // this rank's real elements
+  std::vector<Range> owned_ranges() const override { return layout_.owned_ranges(rank()); }
   // Buckets reduced from inside the backward's hooks, all micro-steps
   // (stage 1: boundary micro-steps only).
   int64_t hook_flushed_columns() const { return hook_flushed_; }
@@ -134,10 +140,11 @@ class ShardedStrategy : public ZeroStrategy {
   explicit ShardedStrategy(const ShardedOptions& o) : options_(o) {}
   int world() const { return options_.comm->world_size(); }
   int rank() const { return options_.comm->rank(); }
-  // Reduction of column `col` of the model's gradients into the owned
-  // gradients (stage 1: overwrite, stage 2: add), through the pipeline.
+  // Reduction of slot range `col` (one bucket's, see shard_layout.h) of
+  // the model's gradients into the owned gradients (stage 1: overwrite,
+  // stage 2: add), through the pipeline.
   Status reduce_column(Range col);
-  // The reduced chunk `mine` of column `col` into the owned gradients.
+  // The reduced chunk `mine` of slot range `col` into the owned gradients.
   Status take_reduced(Range col, std::span<float> mine);
   // flat [src.offset, src.end()) of this micro-step's full gradients
   // (the model's fp32 buffer, or stage 1's 16-bit accumulator) as fp32.
@@ -152,13 +159,15 @@ class ShardedStrategy : public ZeroStrategy {
   Status allreduce_buckets();  // reduce_scatter: false
   Status on_group_final(int group);
   Status gather_columns();
+  std::byte* compute_at(int64_t i);  // the compute copy's element i
   Status broadcast_shards();
   void install_hooks();
   void reset_micro_step();
 
   ShardedOptions options_;
-  int64_t numel_ = 0, shard_ = 0;
-  Range own_;
+  int64_t numel_ = 0, own_count_ = 0;
+  ShardLayout layout_;
+  std::vector<SlotRun> own_runs_;  // this rank's elements, flat <-> slots
   // The model's flat fp32 buffers [Ψ]; for 16-bit, params_ is empty (the
   // compute copy is half_'s) and grads_ is stage 2's staging buffer.
   std::span<float> params_, grads_;
@@ -174,7 +183,8 @@ class ShardedStrategy : public ZeroStrategy {
   std::span<float> master_, owned_grads_;  // owned_grads_: [|own|] fp32 (the engine's)
   bool separate_master_ = false, separate_grads_ = false;
   std::vector<std::span<float>> state_spans_;
-  std::vector<Range> reduce_cols_, gather_cols_;
+  std::vector<Range> reduce_cols_, gather_cols_;  // slot ranges
+  std::vector<int64_t> reduce_floor_;  // column_floor of each reduce column
   // This micro-step: columns [0, pending_cols_) not yet reduced;
   // the next group expected final (backward runs L+1 .. 0).
   size_t pending_cols_ = 0;

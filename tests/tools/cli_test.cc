@@ -53,7 +53,8 @@ TEST(ToolsCli, EstimateSaysWhichLayoutItPrints) {
                                  "--offload", "none", "--dtype", "fp32"},
                                 30s);
   ASSERT_EQ(f.exit_code, 0) << f.err;
-  EXPECT_NE(f.out.find("stage 0: 16Psi; 1: 8Psi + 8Psi/N"), std::string::npos) << f.out;
+  EXPECT_NE(f.out.find("stage 0: 16Psi; 1: 8Psi + 8Psi/N; 2: 4Psi + 12Psi/N (4Psi + 16Psi/N"), std::string::npos)
+      << f.out;
   ProcessResult bad = run_process({ZT_BIN, "estimate", "--model", "gpt2", "--layout", "x"}, 30s);
   EXPECT_EQ(bad.exit_code, 2);
   EXPECT_NE(bad.err.find("layout: expected design or engine, got 'x'"), std::string::npos)

@@ -95,10 +95,20 @@ TEST(ZerotrainEstimate, EngineLayoutCountsWhatTheEngineAllocates) {
   EXPECT_EQ(eng(0, false, bf16), P(16 * 1000, 0));
   EXPECT_EQ(eng(1, false, bf16), P(4 * 1000 + 12 * 250, 0));
   EXPECT_EQ(eng(2, false, bf16), P(2 * 1000 + 14 * 250, 0));
-  // fp32: the model's buffer is the master.
+  // fp32: the model's buffer is the master, except at stage 2 cut into
+  // several reduce buckets (a rank owns a chunk of each, not one slice).
   EXPECT_EQ(eng(0, false, fp32), P(16 * 1000, 0));
   EXPECT_EQ(eng(1, false, fp32), P(8 * 1000 + 8 * 250, 0));
   EXPECT_EQ(eng(2, false, fp32), P(4 * 1000 + 12 * 250, 0));
+  auto fp32_stage2 = [](int64_t world, int64_t bucket) {
+    return zerotrain_model_states({.params = 1000, .world_size = world, .dtype = TrainDtype::kFp32,
+                                   .layout = StorageLayout::kEngine, .reduce_bucket_size = bucket},
+                                  2, false)
+        ->device_bytes;
+  };
+  EXPECT_EQ(fp32_stage2(4, 999), 4 * 1000 + 16 * 250);   // 4 x 249 < 1000: two buckets
+  EXPECT_EQ(fp32_stage2(4, 1000), 4 * 1000 + 12 * 250);  // one bucket
+  EXPECT_EQ(fp32_stage2(1, 10), 4 * 1000 + 12 * 1000);   // one rank owns it all
   // Offload: master (a copy for fp32 too), Adam and the optimizer's
   // gradients (fp32 at stage 1, the stage-2 accumulator) on the host.
   EXPECT_EQ(eng(1, true, fp32), P(8 * 1000, 16 * 250));

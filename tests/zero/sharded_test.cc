@@ -54,12 +54,23 @@ TEST(Zero, NumelNotDivisibleByTheWorldSize) {
   while (psi % n == 0) ++n;
   RecordProperty("world", n);
   const Result ref = reference({.rows = n});
+  const int64_t p = shard_size(psi, n);
   for (int stage : {1, 2}) {
     std::vector<Result> got = run({.world = n, .stage = stage, .rows = n, .zero = kSmallBuckets});
     expect_equivalent(got, ref, 1e-5, "n " + std::to_string(n) + " stage " + std::to_string(stage));
-    const int64_t p = shard_size(psi, n);
-    EXPECT_EQ(got[n - 1].own, psi - (n - 1) * p) << "the last shard holds the padding";
+    // fp32 stage 1 keeps contiguous shards: the last holds the padding.
+    // Stage 2 owns a chunk of every reduce bucket: the last bucket's
+    // chunks carry the padding.
+    if (stage == 1) {
+      EXPECT_EQ(got[n - 1].own, psi - (n - 1) * p) << "the last shard holds the padding";
+    }
     EXPECT_LT(got[n - 1].own, p);
+    int64_t total = 0;
+    for (const Result& r : got) {
+      EXPECT_LE(r.own, p);
+      total += r.own;
+    }
+    EXPECT_EQ(total, psi) << "stage " << stage;
   }
 }
 
@@ -100,26 +111,34 @@ TEST(Zero, Bf16FollowsStage0Bf16) {
 
 // Payload bytes each rank sends in one step at N ranks over Ψ elements, P =
 // ceil(Ψ/N): reduce-scatter (N-1)·P·4 per reduction (stage 2: one per
-// micro-step) and all-gather (N-1)·P·4, i.e. DESIGN's 2Ψ(N-1)/N elements
-// of fp32 per step (stage 1) with padding; plus the engine's two 1-float
-// all-reduces (norm, overflow flag).
+// micro-step; gradients are reduced in fp32) and all-gather (N-1)·P·e of
+// the new weights in the model dtype (e = 4 for fp32, 2 for bf16 as
+// DeepSpeed's 16-bit all-gather), i.e. DESIGN's 2Ψ(N-1)/N elements per step
+// (stage 1) with padding; plus the engine's two 1-float all-reduces (norm,
+// overflow flag).
 TEST(Zero, BytesOnTheWireEqualTheFormula) {
   for (int stage : {1, 2})
-    for (int n : {2, 4}) {
-      const int gas = stage == 2 ? 2 : 1;
-      std::vector<Result> got =
-          run({.world = n, .stage = stage, .gas = gas, .steps = 2, .zero = kSmallBuckets});
-      for (const Result& r : got) {
-        const uint64_t p = shard_size(r.numel, n);
-        const uint64_t one = (n - 1) * p * 4;
-        EXPECT_EQ(r.last_step.op(comm::OpType::kReduceScatter).bytes_sent, gas * one);
-        EXPECT_EQ(r.last_step.op(comm::OpType::kReduceScatter).bytes_received, gas * one);
-        EXPECT_EQ(r.last_step.op(comm::OpType::kAllgather).bytes_sent, one);
-        const double formula = (gas + 1) * double(r.numel) * (n - 1) / n * 4;
-        EXPECT_NEAR(double(r.last_step.total().bytes_sent), formula, 0.02 * formula)
-            << "stage " << stage << " n " << n;
+    for (int n : {2, 4})
+      for (bool bf16 : {false, true}) {
+        const int gas = stage == 2 ? 2 : 1;
+        std::vector<Result> got = run({.world = n,
+                                       .stage = stage,
+                                       .gas = gas,
+                                       .steps = 2,
+                                       .extra = bf16 ? R"("bf16": {"enabled": true},)" : "",
+                                       .zero = kSmallBuckets});
+        const uint64_t e = bf16 ? 2 : 4;
+        for (const Result& r : got) {
+          const uint64_t p = shard_size(r.numel, n);
+          const uint64_t one = (n - 1) * p;
+          EXPECT_EQ(r.last_step.op(comm::OpType::kReduceScatter).bytes_sent, gas * one * 4);
+          EXPECT_EQ(r.last_step.op(comm::OpType::kReduceScatter).bytes_received, gas * one * 4);
+          EXPECT_EQ(r.last_step.op(comm::OpType::kAllgather).bytes_sent, one * e);
+          const double formula = (gas * 4 + e) * double(r.numel) * (n - 1) / n;
+          EXPECT_NEAR(double(r.last_step.total().bytes_sent), formula, 0.02 * formula)
+              << "stage " << stage << " n " << n << (bf16 ? " bf16" : " fp32");
+        }
       }
-    }
 }
 
 // Model states per rank (buffers apart), |own| = this rank's real elements:
@@ -127,8 +146,12 @@ TEST(Zero, BytesOnTheWireEqualTheFormula) {
 //     gradients 2Ψ (stage 1's accumulator) or 2·|own| (stage 2's
 //     partition), fp32 master 4·|own|, Adam 8·|own|: 4Ψ + 12Ψ/N and
 //     2Ψ + 14Ψ/N, padding the only difference.
-//   fp32: the model's buffer is the compute copy and the master: 4Ψ params,
-//     4Ψ (stage 1) or 4·|own| (stage 2) gradients, 8·|own| Adam.
+//   fp32: the model's buffer is the compute copy: 4Ψ params; stage 1 keeps
+//     contiguous shards, so the buffer's own slice is the master and its
+//     4Ψ gradients hold the reduced ones (8Ψ + 8Ψ/N); stage 2 owns a chunk
+//     of every reduce bucket (3000 elements here, several) and keeps a
+//     master copy, 4·|own| gradients, 8·|own| Adam (4Ψ + 16Ψ/N,
+//     DeepSpeed's fp32 stage 2).
 // Buffers: the bucket staging, stage 2's fp32 [Ψ] backward buffer, and for
 // bf16 the pool of per-group fp32 expansions and gradient buffers (at most
 // two stages' groups at once, each counted twice at most: under 8Ψ).
@@ -148,7 +171,7 @@ TEST(Zero, ModelStateBytesFollowTheFormulas) {
           const int64_t e = bf16 ? 2 : 4;  // bytes of a compute element
           EXPECT_EQ(b.parameters, e * psi);
           EXPECT_EQ(b.gradients, stage == 1 ? e * psi : e * own);
-          EXPECT_EQ(b.master_weights, bf16 ? 4 * own : 0);
+          EXPECT_EQ(b.master_weights, bf16 || stage == 2 ? 4 * own : 0);
           EXPECT_EQ(b.optimizer_states, 8 * own);
           const int64_t fixed = 4 * n * s + (stage == 2 ? 4 * psi : 0);
           if (bf16) {
@@ -160,7 +183,7 @@ TEST(Zero, ModelStateBytesFollowTheFormulas) {
           const double per = double(psi) / n;
           const double persistent =
               bf16 ? double(zero_formula_bytes(stage, psi, n))
-                   : (stage == 1 ? 8 * psi + 8 * per : 4 * psi + 12 * per);
+                   : (stage == 1 ? 8 * psi + 8 * per : 4 * psi + 16 * per);
           // Padding is the only difference: well inside DESIGN's 5%.
           EXPECT_NEAR(double(b.total() - b.buffers), persistent, 0.01 * persistent)
               << "stage " << stage << " n " << n << (bf16 ? " bf16" : " fp32");

@@ -98,7 +98,7 @@ inline void train_rank(comm::Communicator& c, const Job& j, Result* out) {
   out->host_bytes = (*e)->memory().host_model_states;
   out->numel = m.layout().total_numel();
   if (auto* z = dynamic_cast<ShardedStrategy*>(&(*e)->strategy())) {
-    out->own = z->own_range().count;
+    out->own = z->owned_count();
     out->hook_flushes = z->hook_flushed_columns();
   }
 }
