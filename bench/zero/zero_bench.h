@@ -46,6 +46,10 @@ struct ZeroResult {
   std::vector<double> step_seconds;     // slowest rank per step
   std::vector<double> compute_seconds;  // decompose: NullCommunicator steps
   std::vector<double> comm_seconds;     // decompose: replayed collectives per step
+  // decompose: CPU seconds (user + system, all threads) this rank used in
+  // each compute-alone and communication-alone step.
+  std::vector<double> compute_cpu_seconds, comm_cpu_seconds;
+  int cores = 1;  // hardware threads of the machine
   int64_t compute_skipped = 0;          // steps the compute-alone engine skipped (should be 0)
   int collectives_per_step = 0;
   std::vector<double> vm_hwm_mib;  // per rank, after the real steps
@@ -64,8 +68,16 @@ StatusOr<ZeroResult> run_zero_case(const ZeroCase& c, comm::Communicator* comm);
 
 // One JSON object: the case, step_seconds / compute_seconds / comm_seconds
 // {median, values}, overlap_ratio = median step / max(median compute,
-// median comm) (decompose only), vm_hwm_mib per rank, bytes, losses.
+// median comm) and floor_ratio = median step / max(compute, comm,
+// cpu_floor_seconds) (decompose only), vm_hwm_mib per rank, bytes, losses.
 nlohmann::json zero_result_json(const ZeroResult& r);
+
+// The shortest step the machine's CPUs allow when compute and communication
+// overlap: (compute + communication CPU seconds of a rank) / (cores per
+// rank, at least 1). On 2 cores at 2 ranks, communication that keeps a
+// core busy (loopback TCP copies, checksums, reductions) cannot hide
+// behind compute. 0 without decompose.
+double cpu_floor_seconds(const ZeroResult& r);
 
 // This process's peak resident set (VmHWM of /proc/self/status), MiB; 0 if unknown.
 double vm_hwm_mib();

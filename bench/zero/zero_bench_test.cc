@@ -68,7 +68,8 @@ TEST(ZeroBench, TinyCaseDecomposesIntoComputeAndCommunication) {
   // and all-gathers, plus the engine's norm and overflow all-reduces.
   EXPECT_GT(r.collectives_per_step, 4);
   const uint64_t psi = static_cast<uint64_t>(r.numel);
-  EXPECT_GE(r.wire_bytes_sent, 2 * (psi / 2) * 4) << "stage 2: Psi/2 each way, fp32";
+  EXPECT_GE(r.wire_bytes_sent, (psi / 2) * 4 + (psi / 2) * 2)
+      << "stage 2 at bf16: Psi/2 reduce-scattered in fp32, Psi/2 all-gathered in bf16";
   ASSERT_EQ(r.vm_hwm_mib.size(), 2u);
   EXPECT_GT(r.vm_hwm_mib[1], 1.0);
   EXPECT_GT(r.device_bytes, 0);
@@ -76,6 +77,17 @@ TEST(ZeroBench, TinyCaseDecomposesIntoComputeAndCommunication) {
   nlohmann::json j = zero_result_json(r);
   EXPECT_NEAR(j["overlap_ratio"].get<double>(),
               r.step_seconds[0] / std::max(r.compute_seconds[0], r.comm_seconds[0]), 1e-9);
+  // The CPU floor: both phases used CPU, shared by the ranks' cores.
+  ASSERT_EQ(r.compute_cpu_seconds.size(), 1u);
+  ASSERT_EQ(r.comm_cpu_seconds.size(), 1u);
+  EXPECT_GT(r.compute_cpu_seconds[0], 0);
+  const double per_rank = std::max(1.0, double(r.cores) / 2);
+  EXPECT_NEAR(j["cpu_floor_seconds"].get<double>(),
+              (r.compute_cpu_seconds[0] + r.comm_cpu_seconds[0]) / per_rank, 1e-12);
+  EXPECT_NEAR(j["floor_ratio"].get<double>(),
+              r.step_seconds[0] / std::max({r.compute_seconds[0], r.comm_seconds[0],
+                                            j["cpu_floor_seconds"].get<double>()}),
+              1e-9);
 }
 
 TEST(ZeroReport, RowsAndOverlapRatioAgainstTheInlineTwin) {
@@ -88,11 +100,14 @@ TEST(ZeroReport, RowsAndOverlapRatioAgainstTheInlineTwin) {
   overlap["compute_seconds"] = {{"median", 0.38}};
   overlap["comm_seconds"] = {{"median", 0.2}};
   overlap["overlap_ratio"] = 0.4 / 0.38;
+  overlap["cpu_floor_seconds"] = 0.5;
+  overlap["floor_ratio"] = 0.4 / 0.5;
   const std::string md = zero_section(nlohmann::json::array({inline_case, overlap}));
   EXPECT_NE(md.find(kZeroSectionBegin), std::string::npos);
   EXPECT_NE(md.find(kZeroSectionEnd), std::string::npos);
   EXPECT_NE(md.find("| 2 | none | off | 500 | 400 |"), std::string::npos) << md;
-  EXPECT_NE(md.find("| 2 | none | 400 | 500 | 380 | 200 | 1.05 | 0.69 | 0.80 | <= 1.10 |"),
+  EXPECT_NE(md.find("| 2 | none | 400 | 500 | 380 | 200 | 1.05 | 0.69 | 0.80 | <= 1.10 | 500 | "
+                    "0.80 |"),
             std::string::npos)
       << md;
   EXPECT_NE(zero_section(nlohmann::json::array()).find("did not run"), std::string::npos);
