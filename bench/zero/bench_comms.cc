@@ -2,6 +2,7 @@
 #include "bench_comms.h"
 
 #include <algorithm>
+#include <cstring>
 
 namespace zerotrain::bench {
 
@@ -63,6 +64,20 @@ NullCommunicator::NullCommunicator(int rank, int world)
     : comm::Communicator(rank, world, std::chrono::milliseconds(30000)) {}
 
 NullCommunicator::~NullCommunicator() { shutdown(); }
+
+Status NullCommunicator::do_reduce_scatter(std::span<const std::byte> in,
+                                           std::span<std::byte> out, comm::DType,
+                                           comm::ReduceOp) {
+  const std::byte* mine = in.data() + static_cast<size_t>(rank()) * out.size();
+  if (mine != out.data() && !out.empty()) std::memmove(out.data(), mine, out.size());
+  return {};
+}
+
+Status NullCommunicator::do_allgather(std::span<const std::byte> in, std::span<std::byte> out) {
+  for (size_t off = 0; off + in.size() <= out.size() && !in.empty(); off += in.size())
+    if (out.data() + off != in.data()) std::memmove(out.data() + off, in.data(), in.size());
+  return {};
+}
 
 Status replay_collectives(const std::vector<RecordedOp>& ops, comm::Communicator* comm) {
   size_t most = 0;

@@ -66,11 +66,12 @@ class NullCommunicator : public comm::Communicator {
 
  protected:
   Status do_allreduce(std::span<std::byte>, comm::DType, comm::ReduceOp) override { return {}; }
-  Status do_reduce_scatter(std::span<const std::byte>, std::span<std::byte>, comm::DType,
-                           comm::ReduceOp) override {
-    return {};
-  }
-  Status do_allgather(std::span<const std::byte>, std::span<std::byte>) override { return {}; }
+  // The results a rank would get if every rank held its data: its own
+  // chunk (reduce-scatter) and its input in every chunk (all-gather), so
+  // the compute that follows sees finite values, as in the real run.
+  Status do_reduce_scatter(std::span<const std::byte> in, std::span<std::byte> out, comm::DType,
+                           comm::ReduceOp) override;
+  Status do_allgather(std::span<const std::byte> in, std::span<std::byte> out) override;
   Status do_broadcast(std::span<std::byte>, int) override { return {}; }
   Status do_barrier() override { return {}; }
 };

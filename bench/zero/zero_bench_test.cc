@@ -41,12 +41,20 @@ TEST(BenchComms, RecordingForwardsAndReplayMovesTheSameBytes) {
   });
 }
 
-TEST(BenchComms, NullCommunicatorMovesNothing) {
+TEST(BenchComms, NullCommunicatorActsAsIfEveryRankHeldItsData) {
   NullCommunicator null(1, 4);
   std::vector<float> v = {1, 2, 3, 4};
   ASSERT_TRUE(null.allreduce(std::span<float>(v), comm::ReduceOp::kSum).ok());
   EXPECT_EQ(v, (std::vector<float>{1, 2, 3, 4}));
   EXPECT_EQ(null.world_size(), 4);
+  // As if every rank held this rank's data: finite values for the compute.
+  std::vector<float> all(8, -1.0f);
+  ASSERT_TRUE(null.allgather(std::span<const float>(v.data(), 2), all).ok());
+  EXPECT_EQ(all, (std::vector<float>{1, 2, 1, 2, 1, 2, 1, 2}));
+  std::vector<float> mine(1, 0.0f);
+  NullCommunicator third(2, 4);
+  ASSERT_TRUE(third.reduce_scatter(std::span<const float>(v), mine, comm::ReduceOp::kSum).ok());
+  EXPECT_EQ(mine[0], 3.0f);
 }
 
 TEST(ZeroBench, TinyCaseDecomposesIntoComputeAndCommunication) {
