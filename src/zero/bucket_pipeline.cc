@@ -80,6 +80,12 @@ bool BucketPipeline::idle() const {
   return true;
 }
 
+bool BucketPipeline::next_slot_ready() const {
+  if (slots_.empty()) return false;
+  const Slot& s = slots_[next_];
+  return s.work == nullptr || s.work->is_completed();
+}
+
 int64_t BucketPipeline::bytes() const {
   return static_cast<int64_t>(slots_.size()) * slot_floats_ * static_cast<int64_t>(sizeof(float));
 }

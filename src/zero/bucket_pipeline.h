@@ -53,6 +53,8 @@ class BucketPipeline {
   // buffer that may go away).
   Status drain();
   bool idle() const;
+  // next_slot() would not block: its slot is free or its collective is done.
+  bool next_slot_ready() const;
   int64_t bytes() const;  // staging held: slots * slot_floats * 4
 
  private:

@@ -46,14 +46,25 @@ void ShardedStrategy::install_hooks() {
     tiled = tiled && g.offset == end;
     end = g.offset + g.numel;
   }
-  const bool reduce_hook = tiled && end == numel_ && options_.reduce_scatter;
-  if (!reduce_hook && !half()) return;
+  tiled = tiled && end == numel_;
+  const bool reduce_hook = tiled && options_.reduce_scatter;
+  // Stage g reads groups <= g (the head also group 0): in flat order, so
+  // the columns below group g's end are the ones it waits for.
+  gather_in_forward_ = tiled && options_.overlap_comm && options_.allgather_partitions &&
+                       world() > 1 && pipe_.slots() > 1;
+  if (!reduce_hook && !half() && !gather_in_forward_) return;
   model::GroupHooks h;
-  if (half()) {
-    h.before_forward = [this](int g) { return half_->before_forward(g); };
-    h.after_forward = [this](int g) { return half_->after_forward(g); };
-    h.before_backward = [this](int g) { return half_->before_backward(g); };
-  }
+  h.before_forward = [this](int g) {
+    const auto& grp = options_.model->layout().groups()[static_cast<size_t>(g)];
+    ZT_RETURN_IF_ERROR(await_gathers(grp.offset + grp.numel));
+    return half() ? half_->before_forward(g) : Status();
+  };
+  h.after_forward = [this](int g) {
+    if (half()) ZT_RETURN_IF_ERROR(half_->after_forward(g));
+    if (g == options_.model->num_groups() - 1) return finish_gathers();
+    return pump_gathers();
+  };
+  if (half()) h.before_backward = [this](int g) { return half_->before_backward(g); };
   // 16-bit stage 1: group g's gradients reach the accumulator first.
   h.after_backward = [this, reduce_hook](int g) {
     if (half()) ZT_RETURN_IF_ERROR(half_->after_backward(g));
@@ -97,6 +108,7 @@ void ShardedStrategy::read_gradients(Range src, float* out) const {
 }
 
 Status ShardedStrategy::reduce_column(Range col) {
+  ZT_RETURN_IF_ERROR(finish_gathers());  // the staging slots are shared
   const int n = world();
   if (n == 1) {  // one rank owns [0, Ψ): slots are flat
     const Range own = intersect(col, {0, own_count_});
@@ -188,6 +200,7 @@ Status ShardedStrategy::allreduce_buckets() {
 }
 
 Status ShardedStrategy::after_backward(bool boundary) {
+  ZT_RETURN_IF_ERROR(finish_gathers());  // a backward without forward hooks
   reducing_pass_ = options_.stage == 2;  // until before_backward says otherwise
   if (options_.stage == 1) {
     // The boundary's backward launched the buckets that became final; the
@@ -217,6 +230,7 @@ Status ShardedStrategy::after_backward(bool boundary) {
 }
 
 Status ShardedStrategy::reduce_gradients() {
+  ZT_RETURN_IF_ERROR(finish_gathers());
   if (options_.stage == 2) {  // reduced every micro-step
     if (grad_part16_.size() == 0) return Status();
     ZT_RETURN_IF_ERROR(ensure_step_gradients());  // the fp32 view of the 16-bit sums

@@ -188,6 +188,8 @@ StatusOr<std::unique_ptr<ShardedStrategy>> ShardedStrategy::create(const Sharded
   for (const Range& col : s->reduce_cols_)
     s->reduce_floor_.push_back(s->layout_.column_floor(col));
   s->gather_cols_ = contiguous_buckets({0, q}, bucket_shard(o.allgather_bucket_size, n, q));
+  for (const Range& col : s->gather_cols_)
+    s->gather_floor_.push_back(s->layout_.column_floor(col));
   auto widest = [](const std::vector<Range>& cols) {
     int64_t w = 0;
     for (const Range& c : cols) w = std::max(w, c.count);
@@ -208,6 +210,7 @@ StatusOr<std::unique_ptr<ShardedStrategy>> ShardedStrategy::create(const Sharded
 }
 
 Status ShardedStrategy::publish_parameters() {
+  ZT_RETURN_IF_ERROR(finish_gathers());  // a forward-less step: the last ones first
   if (half()) ZT_RETURN_IF_ERROR(half_->release_all());  // expansions of the old weights
   if (world() == 1) {
     if (half())
@@ -230,29 +233,80 @@ std::byte* ShardedStrategy::compute_at(int64_t i) {
 // into chunk `rank` of a staging slot, all-gather in place, then every
 // chunk's real elements into the compute copy. With two slots the next
 // column is rounded while one is gathered.
-Status ShardedStrategy::gather_columns() {
+Status ShardedStrategy::launch_gather() {
   const int n = world();
+  const Range col = gather_cols_[gather_next_];
   const tensor::DType wire = half() ? half_->parameters().dtype() : tensor::DType::kFloat32;
   const size_t es = tensor::dtype_size(wire);
-  for (const Range& col : gather_cols_) {
-    const auto cc = static_cast<size_t>(col.count);
-    ZT_ASSIGN_OR_RETURN(std::span<float> slot, pipe_.next_slot());
-    std::span<std::byte> all = std::as_writable_bytes(slot).subspan(0, n * cc * es);
-    std::span<std::byte> mine = all.subspan(rank() * cc * es, cc * es);
-    const Range own = intersect(col, {0, own_count_});
-    const auto oc = static_cast<size_t>(std::max<int64_t>(own.count, 0));
-    if (oc > 0) from_fp32(wire, master_.data() + own.offset, oc, mine.data());
-    std::fill(mine.begin() + static_cast<std::ptrdiff_t>(oc * es), mine.end(), std::byte{0});
-    comm::WorkPtr w = options_.comm->allgather_async(mine, all);
-    ZT_RETURN_IF_ERROR(pipe_.submit(std::move(w), [this, n, col, all, cc, es] {
-      for (int r = 0; r < n; ++r)
-        for (const SlotRun& run : layout_.runs(r, col))  // already rounded: exact
-          std::memcpy(compute_at(run.flat), all.data() + (r * cc + run.slot - col.offset) * es,
-                      static_cast<size_t>(run.count) * es);
-      return Status();
-    }));
+  const auto cc = static_cast<size_t>(col.count);
+  ZT_ASSIGN_OR_RETURN(std::span<float> slot, pipe_.next_slot());
+  // next_slot() completed the column that used this slot last.
+  gather_done_ = std::max(gather_done_, gather_next_ + 1 - std::min<size_t>(
+                                                              gather_next_ + 1, pipe_.slots()));
+  std::span<std::byte> all = std::as_writable_bytes(slot).subspan(0, n * cc * es);
+  std::span<std::byte> mine = all.subspan(rank() * cc * es, cc * es);
+  const Range own = intersect(col, {0, own_count_});
+  const auto oc = static_cast<size_t>(std::max<int64_t>(own.count, 0));
+  if (oc > 0) from_fp32(wire, master_.data() + own.offset, oc, mine.data());
+  std::fill(mine.begin() + static_cast<std::ptrdiff_t>(oc * es), mine.end(), std::byte{0});
+  comm::WorkPtr w = options_.comm->allgather_async(mine, all);
+  ++gather_next_;
+  return pipe_.submit(std::move(w), [this, n, col, all, cc, es] {
+    for (int r = 0; r < n; ++r)
+      for (const SlotRun& run : layout_.runs(r, col))  // already rounded: exact
+        std::memcpy(compute_at(run.flat), all.data() + (r * cc + run.slot - col.offset) * es,
+                    static_cast<size_t>(run.count) * es);
+    return Status();
+  });
+}
+
+Status ShardedStrategy::gather_columns() {
+  gather_next_ = gather_done_ = 0;
+  if (gather_in_forward_) {
+    // As many columns as there are slots — a fixed number, so collectives
+    // the caller issues before the next forward (a loss all-reduce) come
+    // after the same gathers on every rank; the rest under the forward,
+    // which issues no other collective.
+    gathers_pending_ = true;
+    while (gather_next_ < std::min<size_t>(gather_cols_.size(), pipe_.slots()))
+      ZT_RETURN_IF_ERROR(launch_gather());
+    return Status();
   }
-  return pipe_.drain();
+  while (gather_next_ < gather_cols_.size()) ZT_RETURN_IF_ERROR(launch_gather());
+  ZT_RETURN_IF_ERROR(pipe_.drain());
+  gather_done_ = gather_next_;
+  return Status();
+}
+
+Status ShardedStrategy::pump_gathers() {
+  while (gathers_pending_ && gather_next_ < gather_cols_.size() && pipe_.next_slot_ready())
+    ZT_RETURN_IF_ERROR(launch_gather());
+  return Status();
+}
+
+Status ShardedStrategy::await_gathers(int64_t flat_end) {
+  if (!gathers_pending_) return Status();
+  while (gather_done_ < gather_cols_.size() && gather_floor_[gather_done_] < flat_end) {
+    const size_t before = gather_done_;
+    if (gather_next_ < gather_cols_.size()) {
+      ZT_RETURN_IF_ERROR(launch_gather());
+    } else {
+      ZT_RETURN_IF_ERROR(pipe_.drain());
+      gather_done_ = gather_next_;
+    }
+    forward_gathered_ += static_cast<int64_t>(gather_done_ - before);
+  }
+  if (gather_done_ == gather_cols_.size()) gathers_pending_ = false;
+  return pump_gathers();
+}
+
+Status ShardedStrategy::finish_gathers() {
+  if (!gathers_pending_) return Status();
+  gathers_pending_ = false;  // an error leaves the weights unknown: it is returned
+  while (gather_next_ < gather_cols_.size()) ZT_RETURN_IF_ERROR(launch_gather());
+  ZT_RETURN_IF_ERROR(pipe_.drain());
+  gather_done_ = gather_next_;
+  return Status();
 }
 
 // DeepSpeed's allgather_partitions = false: each owner broadcasts its
@@ -278,6 +332,7 @@ Status ShardedStrategy::gather_full_parameters(std::span<float> out) {
   if (out.size() != static_cast<size_t>(numel_))
     return invalid_argument("gather_full_parameters: needs " + std::to_string(numel_) +
                             " floats, got " + std::to_string(out.size()));
+  ZT_RETURN_IF_ERROR(finish_gathers());
   if (half())
     half_->parameters().read(0, out.size(), out.data());
   else

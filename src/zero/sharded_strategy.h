@@ -27,9 +27,13 @@
 // backward hooks, run on the Communicator's thread while backward goes on
 // and are awaited before the next micro-step's reduction can reuse their
 // slot and at the end of after_backward (stage 1: the boundary micro-step's
-// buckets the same way); the all-gathers fill (round) one bucket while the
-// previous one is on the wire. Same floats, same bytes as inline (the
-// layout never depends on overlap_comm or offload).
+// buckets the same way). The parameter all-gather goes on under the next
+// forward: publish_parameters() launches two columns and returns, and the
+// forward hooks keep two in flight, each stage waiting only for the
+// columns below its groups' end (the last stage for all). Same floats,
+// same bytes as inline (the layout never depends on overlap_comm or
+// offload). Collectives the caller issues between step() and forward come
+// after those two columns on every rank (same Communicator, same order).
 // reduce_scatter false and allgather_partitions false stay inline.
 // offload_optimizer (device cpu): the fp32 master partition (a separate
 // copy also for fp32), the optimizer states and the fp32 gradient
@@ -126,6 +130,7 @@ class ShardedStrategy : public ZeroStrategy {
   void zero_gradients() override;
   // Local: every rank holds the whole compute copy.
   Status gather_full_parameters(std::span<float> out) override;
+  Status wait_communication() override { return finish_gathers(); }
   ModelStateBytes model_state_bytes() const override;
   ModelStateBytes host_model_state_bytes() const override;
 
@@ -135,6 +140,9 @@ class ShardedStrategy : public ZeroStrategy {
   // Buckets reduced from inside the backward's hooks, all micro-steps
   // (stage 1: boundary micro-steps only).
   int64_t hook_flushed_columns() const { return hook_flushed_; }
+  // overlap_comm: all-gather columns that were still on the wire when
+  // publish_parameters() returned and completed in the next forward.
+  int64_t forward_gathered_columns() const { return forward_gathered_; }
 
  private:
   explicit ShardedStrategy(const ShardedOptions& o) : options_(o) {}
@@ -159,6 +167,16 @@ class ShardedStrategy : public ZeroStrategy {
   Status allreduce_buckets();  // reduce_scatter: false
   Status on_group_final(int group);
   Status gather_columns();
+  // Rounds the own slots of gather column gather_next_ into a staging slot
+  // and launches its all-gather (completing the slot's previous column).
+  Status launch_gather();
+  // overlap_comm: every column holding flat elements below flat_end has
+  // landed in the compute copy (launching the next ones as slots free).
+  Status await_gathers(int64_t flat_end);
+  // Launches what the freed slots allow without blocking.
+  Status pump_gathers();
+  // All of this step's gather columns landed (no-op when none pending).
+  Status finish_gathers();
   std::byte* compute_at(int64_t i);  // the compute copy's element i
   Status broadcast_shards();
   void install_hooks();
@@ -185,6 +203,13 @@ class ShardedStrategy : public ZeroStrategy {
   std::vector<std::span<float>> state_spans_;
   std::vector<Range> reduce_cols_, gather_cols_;  // slot ranges
   std::vector<int64_t> reduce_floor_;  // column_floor of each reduce column
+  std::vector<int64_t> gather_floor_;  // column_floor of each gather column
+  // overlap_comm: the all-gather after the step runs under the next
+  // forward; columns [0, gather_done_) have landed, [.., gather_next_)
+  // were launched.
+  bool gather_in_forward_ = false, gathers_pending_ = false;
+  size_t gather_next_ = 0, gather_done_ = 0;
+  int64_t forward_gathered_ = 0;
   // This micro-step: columns [0, pending_cols_) not yet reduced;
   // the next group expected final (backward runs L+1 .. 0).
   size_t pending_cols_ = 0;

@@ -88,6 +88,11 @@ class ZeroStrategy {
   // the model computes from (rounded to the model dtype), e.g. for tests
   // and export. InvalidArgument unless out holds Ψ floats.
   virtual Status gather_full_parameters(std::span<float> out) = 0;
+  // Completes the collectives a step leaves running (stages 1-2 with
+  // overlap_comm: the parameter all-gather, which otherwise lands under
+  // the next forward). For measurements of one step's traffic; nothing
+  // else needs it (every reader of the weights waits itself).
+  virtual Status wait_communication() { return Status(); }
   // The engine runs the optimizer over owned_master() / owned_gradients() /
   // optimizer_states() in consecutive chunks of at most this many elements
   // (sub_group_size: bounds the optimizer's working set); 0: one chunk. The

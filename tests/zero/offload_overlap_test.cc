@@ -70,6 +70,10 @@ TEST(ZeroOverlap, BitIdenticalToInlineWithTheSameWireBytes) {
             << what;
         // Stage 2 every micro-step, stage 1 on the boundary's.
         EXPECT_GT(overlapped[r].hook_flushes, 0) << what << ": launched from the hooks";
+        // The parameter all-gather ran on into the next forward (5 steps
+        // have a next one; 5000-element columns: several per step).
+        EXPECT_GE(overlapped[r].forward_gathers, 5) << what;
+        EXPECT_EQ(inline_run[r].forward_gathers, 0) << what;
       }
     }
 }

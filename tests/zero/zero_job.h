@@ -50,6 +50,7 @@ struct Result {
   ModelStateBytes bytes;         // engine memory().model_states
   ModelStateBytes host_bytes;    // engine memory().host_model_states
   int64_t numel = 0, own = 0, hook_flushes = 0;
+  int64_t forward_gathers = 0;  // stages 1-2: all-gather columns completed under a forward
   CoordinatorStats stage3;  // stage 3: gathers, prefetches, live high-water mark
 };
 
@@ -71,7 +72,10 @@ inline void train_rank(comm::Communicator& c, const Job& j, Result* out) {
   ASSERT_TRUE(e.ok()) << e.status().to_string();
   for (int s = 0; s < j.steps; ++s) {
     const auto x = tokens(j.rows * kSeq, 100 + s), y = tokens(j.rows * kSeq, 200 + s);
-    if (s == j.steps - 1) c.reset_counters();
+    if (s == j.steps - 1) {  // one step's traffic: from and to a settled state
+      ASSERT_TRUE((*e)->strategy().wait_communication().ok());
+      c.reset_counters();
+    }
     double local = 0;
     for (int k = 0; k < j.gas; ++k) {
       const int64_t row = (rank * j.gas + k) * mb;
@@ -82,7 +86,10 @@ inline void train_rank(comm::Communicator& c, const Job& j, Result* out) {
       Status st = (*e)->step();
       ASSERT_TRUE(st.ok()) << st.to_string();
     }
-    if (s == j.steps - 1) out->last_step = c.counters();
+    if (s == j.steps - 1) {
+      ASSERT_TRUE((*e)->strategy().wait_communication().ok());
+      out->last_step = c.counters();
+    }
     float global = static_cast<float>(local);
     ASSERT_TRUE(c.allreduce(std::span<float>(&global, 1), comm::ReduceOp::kAvg).ok());
     out->losses.push_back(global);
@@ -100,6 +107,7 @@ inline void train_rank(comm::Communicator& c, const Job& j, Result* out) {
   if (auto* z = dynamic_cast<ShardedStrategy*>(&(*e)->strategy())) {
     out->own = z->owned_count();
     out->hook_flushes = z->hook_flushed_columns();
+    out->forward_gathers = z->forward_gathered_columns();
   }
 }
 
