@@ -4,8 +4,8 @@
 # case at 2 ranks x 1 thread under
 # `zerotrain run --num_gpus 2` — stage 0; stages 1, 2, 3 x offload off/on x
 # overlap_comm off/on, each overlap-on case also timing compute alone and
-# communication alone (--decompose) — one process per case so each rank's
-# VmHWM is that case's peak. Then replaces (or appends) the marked ZeRO
+# communication alone (--decompose) — 8 timed steps after 2 warm-up, one
+# process per case so each rank's VmHWM is that case's peak. Then replaces (or appends) the marked ZeRO
 # section of RESULTS_MD (default bench/RESULTS.md). Run by scripts/bench.sh
 # (`make bench`) and alone by `make bench-zero`; about 3 minutes on 2 cores.
 # Raw JSON lines: BUILD_DIR/bench-results/zero.json. Exit 1 if a case failed
@@ -31,7 +31,7 @@ begin=$SECONDS
 run_case() {  # run_case ARGS...: one zt_zero_bench case at 2 ranks x 1 thread
   echo "-- zt_zero_bench $*"
   if ! OMP_NUM_THREADS=1 "$bin/zerotrain" run --num_gpus 2 -- "$bin/zt_zero_bench" \
-      --seq 128 --json "$json" "$@" >> "$out/zero.txt" 2>&1; then
+      --seq 128 --warmup 2 --steps 8 --json "$json" "$@" >> "$out/zero.txt" 2>&1; then
     echo "bench_zero.sh: case '$*' failed (log: $out/zero.txt)" >&2
     status=1
   fi

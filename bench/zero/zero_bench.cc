@@ -11,6 +11,7 @@
 #include <random>
 #include <span>
 #include <thread>
+#include <utility>
 
 #include "config/config.h"
 #include "engine/engine.h"
@@ -42,8 +43,9 @@ double process_cpu_seconds() {
 }
 
 // Seconds since t0, the slowest rank's (the sync is outside the timing).
-StatusOr<double> slowest(Clock::time_point t0, comm::Communicator* comm) {
-  float dt = std::chrono::duration<float>(Clock::now() - t0).count();
+StatusOr<double> slowest(Clock::time_point t0, comm::Communicator* comm,
+                         Clock::time_point end = Clock::now()) {
+  float dt = std::chrono::duration<float>(end - t0).count();
   if (comm->world_size() > 1)
     ZT_RETURN_IF_ERROR(comm->allreduce(std::span<float>(&dt, 1), comm::ReduceOp::kMax));
   return dt;
@@ -93,19 +95,30 @@ Status run_real(const ZeroCase& c, const model::GptConfig& gpt, comm::Communicat
                 RecordingCommunicator* rec, std::vector<RecordedOp>* ops, ZeroResult* r) {
   ZT_ASSIGN_OR_RETURN(Job j, make_job(c, gpt, rec));
   std::mt19937_64 rng(c.seed + static_cast<uint64_t>(gloo->rank()));
+  // The last warm-up step (the first step without warm-up) is recorded,
+  // from and to a settled state: overlap_comm's parameter all-gather
+  // otherwise runs on into the next step's forward. Steps are timed back to
+  // back (each interval ends where the next begins, the per-step sync
+  // included), and the sync goes through the engine's communicator, behind
+  // whatever the step left in flight, so every rank issues the same order.
+  const int recorded = std::max(c.warmup - 1, 0);
+  auto mark = Clock::now();
   for (int i = 0; i < c.warmup + c.steps; ++i) {
-    const bool record = i == c.warmup;
+    const bool record = i == recorded;
     if (record) {
+      ZT_RETURN_IF_ERROR(j.engine->strategy().wait_communication());
       rec->start_recording();
       gloo->reset_counters();
+      mark = Clock::now();
     }
-    const auto t0 = Clock::now();
     ZT_ASSIGN_OR_RETURN(float loss, one_step(*j.engine, rng, c, gpt.vocab_size));
-    ZT_ASSIGN_OR_RETURN(double dt, slowest(t0, gloo));
     if (record) {
+      ZT_RETURN_IF_ERROR(j.engine->strategy().wait_communication());
       *ops = rec->stop_recording();
       r->wire_bytes_sent = gloo->counters().total().bytes_sent;
     }
+    const auto t0 = std::exchange(mark, Clock::now());
+    ZT_ASSIGN_OR_RETURN(double dt, slowest(t0, rec, mark));
     if (i == 0) r->loss_first = loss;
     r->loss_last = loss;
     if (i >= c.warmup) r->step_seconds.push_back(dt);
