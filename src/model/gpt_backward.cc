@@ -1,7 +1,8 @@
 // GptModel backward stages, the forward's in reverse. acts_.dres carries
 // d loss / d (residual stream) from stage to stage; every kernel backward
 // ADDS, so the scratch it adds into is zeroed first while parameter
-// gradients accumulate across backward() calls.
+// gradients accumulate across backward() calls — except a linear layer's
+// input gradient into a fresh scratch, which its GEMM overwrites.
 #include <cstring>
 
 #include "kernels/cpu/ops.h"
@@ -48,31 +49,27 @@ Status GptModel::backward_block(int64_t l) {
   // on the same saved inputs give the forward's values bit for bit.
   kc::layernorm_forward(s.ln, a.ln2_mean, a.ln2_rstd, a.res2, w(kLn2Weight), w(kLn2Bias), B, T, C);
   kc::gelu_forward(s.fch_gelu, a.fch, BT * 4 * C);
-  zero(s.dfch_gelu, BT * 4 * C);
   ZT_RETURN_IF_ERROR(linear_bwd(s.dfch_gelu, dw(kFcProjWeight), dw(kFcProjBias), s.dres, s.fch_gelu,
-                                w(kFcProjWeight), 4 * C, C));
+                                w(kFcProjWeight), 4 * C, C, /*dinp_accumulate=*/false));
   float* dfch = s.fch_gelu;  // gelu(fch) is used up: its scratch takes d fch
   zero(dfch, BT * 4 * C);
   kc::gelu_backward(dfch, a.fch, s.dfch_gelu, BT * 4 * C);
-  zero(s.dln, BT * C);
-  ZT_RETURN_IF_ERROR(
-      linear_bwd(s.dln, dw(kFcWeight), dw(kFcBias), dfch, s.ln, w(kFcWeight), C, 4 * C));
+  ZT_RETURN_IF_ERROR(linear_bwd(s.dln, dw(kFcWeight), dw(kFcBias), dfch, s.ln, w(kFcWeight), C,
+                                4 * C, /*dinp_accumulate=*/false));
   // dres (= d res3, the residual branch) += ln_2's input gradient: d res2.
   kc::layernorm_backward(s.dres, dw(kLn2Weight), dw(kLn2Bias), s.dln, a.res2, w(kLn2Weight),
                          a.ln2_mean, a.ln2_rstd, B, T, C);
 
   // Attention: res2 = x + c_proj(attn(c_attn(ln_1(x)))).
-  zero(s.datty, BT * C);
   ZT_RETURN_IF_ERROR(linear_bwd(s.datty, dw(kAttnProjWeight), dw(kAttnProjBias), s.dres, a.atty,
-                                w(kAttnProjWeight), C, C));
+                                w(kAttnProjWeight), C, C, /*dinp_accumulate=*/false));
   zero(s.dqkv, BT * 3 * C);
   ZT_RETURN_IF_ERROR(options_.recompute_attention
                          ? kc::attention_backward_lse(s.dqkv, s.datty, a.qkv, a.att, B, T, C, NH)
                          : kc::attention_backward(s.dqkv, s.datty, a.qkv, a.att, B, T, C, NH));
   kc::layernorm_forward(s.ln, a.ln1_mean, a.ln1_rstd, x, w(kLn1Weight), w(kLn1Bias), B, T, C);
-  zero(s.dln, BT * C);
-  ZT_RETURN_IF_ERROR(
-      linear_bwd(s.dln, dw(kAttnWeight), dw(kAttnBias), s.dqkv, s.ln, w(kAttnWeight), C, 3 * C));
+  ZT_RETURN_IF_ERROR(linear_bwd(s.dln, dw(kAttnWeight), dw(kAttnBias), s.dqkv, s.ln,
+                                w(kAttnWeight), C, 3 * C, /*dinp_accumulate=*/false));
   kc::layernorm_backward(s.dres, dw(kLn1Weight), dw(kLn1Bias), s.dln, x, w(kLn1Weight), a.ln1_mean,
                          a.ln1_rstd, B, T, C);
   return ok_status();

@@ -38,14 +38,14 @@ Status GptModel::linear_fwd(float* out, const float* inp, const float* w, const 
 }
 
 Status GptModel::linear_bwd(float* dinp, float* dw, float* db, const float* dout, const float* inp,
-                            const float* w, int64_t C, int64_t OC) {
+                            const float* w, int64_t C, int64_t OC, bool dinp_accumulate) {
   if (!options_.bf16_compute) {
-    return kc::linear_backward(dinp, dw, db, dout, inp, w, B_, T_, C, OC);
+    return kc::linear_backward(dinp, dw, db, dout, inp, w, B_, T_, C, OC, dinp_accumulate);
   }
   const kc::Bf16Bits* w16 = to_bf16(w16_, w, OC * C);
   const kc::Bf16Bits* x16 = to_bf16(x16_, inp, B_ * T_ * C);
   const kc::Bf16Bits* d16 = to_bf16(d16_, dout, B_ * T_ * OC);
-  return kc::linear_backward_bf16(dinp, dw, db, d16, x16, w16, B_, T_, C, OC);
+  return kc::linear_backward_bf16(dinp, dw, db, d16, x16, w16, B_, T_, C, OC, dinp_accumulate);
 }
 
 void GptModel::prepare_head() {

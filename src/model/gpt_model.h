@@ -200,8 +200,9 @@ class GptModel {
   // The linear layer of the current (B_, T_), fp32 or bf16 per options.
   Status linear_fwd(float* out, const float* inp, const float* w, const float* b, int64_t C,
                     int64_t OC);
+  // dinp_accumulate false: dinp is overwritten (a fresh scratch, not zeroed).
   Status linear_bwd(float* dinp, float* dw, float* db, const float* dout, const float* inp,
-                    const float* w, int64_t C, int64_t OC);
+                    const float* w, int64_t C, int64_t OC, bool dinp_accumulate = true);
   // The tied lm head over `rows` rows of lnf (gpt_linear.cc): logits =
   // lnf · wteᵀ, and its backward (dln = dlogits · wte, dwte += dlogitsᵀ ·
   // lnf). With bf16_compute, prepare_head() rounds wte into the weight

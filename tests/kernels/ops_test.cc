@@ -107,6 +107,20 @@ TEST(Linear, ForwardAndBackwardWithBias) {
   expect_gradient_near(f_x, xd, minus(dx, dx0), "dinp");
   expect_gradient_near(f_w, wd, minus(dw, dw0), "dweight");
   expect_gradient_near(f_b, bd, minus(db, db0), "dbias");
+
+  // dinp_accumulate false overwrites dinp (garbage before) with exactly
+  // what accumulating into zeros gives; dweight and dbias still add.
+  std::vector<float> over(dx0.size(), 1e30f), into_zero(dx0.size(), 0.0f);
+  std::vector<float> dw1 = dw0, db1 = db0, dw2 = dw0, db2 = db0;
+  ASSERT_TRUE(linear_backward(over.data(), dw1.data(), db1.data(), g.data(), x.data(), w.data(), B,
+                              T, C, OC, /*dinp_accumulate=*/false)
+                  .ok());
+  ASSERT_TRUE(linear_backward(into_zero.data(), dw2.data(), db2.data(), g.data(), x.data(),
+                              w.data(), B, T, C, OC)
+                  .ok());
+  EXPECT_EQ(over, into_zero);
+  EXPECT_EQ(dw1, dw2);
+  EXPECT_EQ(db1, db2);
 }
 
 TEST(Linear, NoBiasAndNoInputGradient) {

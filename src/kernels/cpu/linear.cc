@@ -52,11 +52,13 @@ void add_column_sums(float* dbias, const T* dout, int64_t rows, int64_t OC, At a
 // The three products of the backward, fp32 or bf16 operands alike.
 template <typename T, typename Gemm>
 Status linear_backward_gemms(float* dinp, float* dweight, const T* dout, const T* inp,
-                             const T* weight, int64_t rows, int64_t C, int64_t OC, Gemm gemm) {
+                             const T* weight, int64_t rows, int64_t C, int64_t OC, Gemm gemm,
+                             bool dinp_accumulate) {
   if (dinp) {
-    // dinp[rows,C] += dout[rows,OC] · weight[OC,C]
+    // dinp[rows,C] (+)= dout[rows,OC] · weight[OC,C]
+    const float beta = dinp_accumulate ? 1.0f : 0.0f;
     ZT_RETURN_IF_ERROR(
-        gemm(MatmulDesc{.m = rows, .n = C, .k = OC, .beta = 1.0f}, dout, weight, nullptr, dinp));
+        gemm(MatmulDesc{.m = rows, .n = C, .k = OC, .beta = beta}, dout, weight, nullptr, dinp));
   }
   // dweight[OC,C] += dout[rows,OC]ᵀ · inp[rows,C]
   ZT_RETURN_IF_ERROR(gemm(MatmulDesc{.m = OC, .n = C, .k = rows, .trans_a = true, .beta = 1.0f},
@@ -68,17 +70,18 @@ Status linear_backward_gemms(float* dinp, float* dweight, const T* dout, const T
 
 Status linear_backward(float* dinp, float* dweight, float* dbias, const float* dout,
                        const float* inp, const float* weight, int64_t B, int64_t T, int64_t C,
-                       int64_t OC) {
-  ZT_RETURN_IF_ERROR(linear_backward_gemms(dinp, dweight, dout, inp, weight, B * T, C, OC, matmul));
+                       int64_t OC, bool dinp_accumulate) {
+  ZT_RETURN_IF_ERROR(linear_backward_gemms(dinp, dweight, dout, inp, weight, B * T, C, OC, matmul,
+                                           dinp_accumulate));
   if (dbias) add_column_sums(dbias, dout, B * T, OC, [](float x) { return x; });
   return ok_status();
 }
 
 Status linear_backward_bf16(float* dinp, float* dweight, float* dbias, const Bf16Bits* dout,
                             const Bf16Bits* inp, const Bf16Bits* weight, int64_t B, int64_t T,
-                            int64_t C, int64_t OC) {
-  ZT_RETURN_IF_ERROR(
-      linear_backward_gemms(dinp, dweight, dout, inp, weight, B * T, C, OC, matmul_bf16));
+                            int64_t C, int64_t OC, bool dinp_accumulate) {
+  ZT_RETURN_IF_ERROR(linear_backward_gemms(dinp, dweight, dout, inp, weight, B * T, C, OC,
+                                           matmul_bf16, dinp_accumulate));
   if (dbias) add_column_sums(dbias, dout, B * T, OC, [](Bf16Bits h) { return float_from_bf16(h); });
   return ok_status();
 }

@@ -35,14 +35,15 @@ Status linear_forward_bf16(float* out,              // [B,T,OC]
 
 // dinp += dout·weight; dweight += doutᵀ·inp; dbias += column sums of dout.
 // dinp may be nullptr (input needs no gradient); dbias nullptr when the
-// layer has no bias.
+// layer has no bias. dinp_accumulate false: dinp = dout·weight (no need to
+// zero a fresh scratch first).
 Status linear_backward(float* dinp,          // [B,T,C] += (or nullptr)
                        float* dweight,       // [OC,C] +=
                        float* dbias,         // [OC] += (or nullptr)
                        const float* dout,    // [B,T,OC]
                        const float* inp,     // [B,T,C]
                        const float* weight,  // [OC,C]
-                       int64_t B, int64_t T, int64_t C, int64_t OC);
+                       int64_t B, int64_t T, int64_t C, int64_t OC, bool dinp_accumulate = true);
 
 // The bf16 backward: dout, inp and weight in bf16 (raw bits); the GEMMs
 // accumulate in fp32 and the gradients stay fp32 (+=), as master grads.
@@ -52,6 +53,7 @@ Status linear_backward_bf16(float* dinp,             // [B,T,C] += (or nullptr)
                             const Bf16Bits* dout,    // [B,T,OC]
                             const Bf16Bits* inp,     // [B,T,C]
                             const Bf16Bits* weight,  // [OC,C]
-                            int64_t B, int64_t T, int64_t C, int64_t OC);
+                            int64_t B, int64_t T, int64_t C, int64_t OC,
+                            bool dinp_accumulate = true);
 
 }  // namespace zerotrain::kernels::cpu
