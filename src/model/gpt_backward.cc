@@ -52,8 +52,7 @@ Status GptModel::backward_block(int64_t l) {
   ZT_RETURN_IF_ERROR(linear_bwd(s.dfch_gelu, dw(kFcProjWeight), dw(kFcProjBias), s.dres, s.fch_gelu,
                                 w(kFcProjWeight), 4 * C, C, /*dinp_accumulate=*/false));
   float* dfch = s.fch_gelu;  // gelu(fch) is used up: its scratch takes d fch
-  zero(dfch, BT * 4 * C);
-  kc::gelu_backward(dfch, a.fch, s.dfch_gelu, BT * 4 * C);
+  kc::gelu_backward(dfch, a.fch, s.dfch_gelu, BT * 4 * C, /*accumulate=*/false);
   ZT_RETURN_IF_ERROR(linear_bwd(s.dln, dw(kFcWeight), dw(kFcBias), dfch, s.ln, w(kFcWeight), C,
                                 4 * C, /*dinp_accumulate=*/false));
   // dres (= d res3, the residual branch) += ln_2's input gradient: d res2.

@@ -194,6 +194,13 @@ TEST(Gelu, ForwardAndBackward) {
   std::vector<float> dx(n, 0.0f);
   gelu_backward(dx.data(), x.data(), g.data(), n);
   expect_gradient_near([&](const Vec& v) { return dot(g, ref::gelu(v)); }, xd, dx, "dinp");
+  // accumulate false overwrites (garbage before) with the same values.
+  std::vector<float> over(n, 1e30f);
+  gelu_backward(over.data(), x.data(), g.data(), n, /*accumulate=*/false);
+  EXPECT_EQ(over, dx);
+  // accumulate true adds: twice the gradient.
+  gelu_backward(dx.data(), x.data(), g.data(), n);
+  for (int64_t i = 0; i < n; i += 97) EXPECT_FLOAT_EQ(dx[i], 2 * over[i]);
 }
 
 TEST(Residual, ForwardAndBackwardIntoBothBranches) {

@@ -34,6 +34,20 @@ ZT_SIMD_CLONES void gelu_backward_range(float* dinp, const float* inp, const flo
   }
 }
 
+ZT_SIMD_CLONES void gelu_backward_set_range(float* dinp, const float* inp, const float* dout,
+                                            int64_t n) {
+#pragma omp simd
+  for (int64_t i = 0; i < n; ++i) {
+    const float x = inp[i];
+    const float u = kGeluScale * (x + kGeluCubic * x * x * x);
+    const float th = fast_tanh(u);
+    const float sech2 = 1.0f - th * th;
+    const float local =
+        0.5f * (1.0f + th) + 0.5f * x * sech2 * kGeluScale * (1.0f + 3.0f * kGeluCubic * x * x);
+    dinp[i] = local * dout[i];
+  }
+}
+
 }  // namespace
 
 void gelu_forward(float* out, const float* inp, int64_t N) {
@@ -41,9 +55,12 @@ void gelu_forward(float* out, const float* inp, int64_t N) {
                   [&](int64_t i0, int64_t i1) { gelu_forward_range(out + i0, inp + i0, i1 - i0); });
 }
 
-void gelu_backward(float* dinp, const float* inp, const float* dout, int64_t N) {
+void gelu_backward(float* dinp, const float* inp, const float* dout, int64_t N, bool accumulate) {
   parallel_chunks(N, [&](int64_t i0, int64_t i1) {
-    gelu_backward_range(dinp + i0, inp + i0, dout + i0, i1 - i0);
+    if (accumulate)
+      gelu_backward_range(dinp + i0, inp + i0, dout + i0, i1 - i0);
+    else
+      gelu_backward_set_range(dinp + i0, inp + i0, dout + i0, i1 - i0);
   });
 }
 

@@ -16,10 +16,11 @@ void gelu_forward(float* out,        // [N]
                   const float* inp,  // [N]
                   int64_t N);
 
-// dinp += gelu'(inp) · dout. dinp must not alias dout.
+// dinp += gelu'(inp) · dout (accumulate false: dinp =, for a fresh
+// scratch). dinp must not alias dout.
 void gelu_backward(float* dinp,        // [N] +=
                    const float* inp,   // [N] forward input
                    const float* dout,  // [N]
-                   int64_t N);
+                   int64_t N, bool accumulate = true);
 
 }  // namespace zerotrain::kernels::cpu
