@@ -366,7 +366,8 @@ void add_zero_keys(std::vector<KeySpec>& out) {
       {.path = "zero_optimization.overlap_comm",
        .type = kBool,
        .nullable = true,
-       .help = "Reduce gradient buckets on a communication thread during backward. "
+       .help = "Reduce gradient buckets on a communication thread during backward; "
+               "stages 1-2 also all-gather the new parameters under the next forward. "
                "null: true at stage 3, else false (DeepSpeed's docs say false).",
        ZT_FIELD(zero.overlap_comm)},
       {.path = "zero_optimization.round_robin_gradients",
