@@ -14,6 +14,7 @@
 #include "engine/threads.h"
 #include "optim/grad_utils.h"
 #include "zero/host_buffer.h"
+#include "zero/partition_array.h"
 
 namespace zerotrain::engine {
 
@@ -148,7 +149,9 @@ Status Engine::boundary_step() {
   ZT_RETURN_IF_ERROR(strategy_->reduce_gradients());
   times_.reduce += seconds_since(t0);
   std::span<float> grads = strategy_->owned_gradients();
-  if (config_.fp16.enabled) round_through_in_place(config::DType::kFp16, grads);
+  // fp16 gradients pass through fp16, so a loss-scaled gradient beyond its
+  // range (65504) overflows to inf as in real fp16 and the scaler sees it.
+  if (config_.fp16.enabled) zero::round_to(config::DType::kFp16, grads, grads);
 
   ZT_ASSIGN_OR_RETURN(info.overflow, any_rank_overflowed(grads));
   ZT_ASSIGN_OR_RETURN(bool skip, scaler_->update(info.overflow));

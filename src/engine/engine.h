@@ -12,7 +12,7 @@
 //
 // step() at a gradient-accumulation boundary (reference §3.1):
 //   1. reduce gradients over ranks (ZeroStrategy; stage 0: all-reduce mean);
-//      fp16: round them through fp16 (so > 65504 overflows, see precision.h)
+//      fp16: round them through fp16 (so > 65504 overflows; zero::round_to)
 //   2. overflow = any inf/nan (max over ranks when partitioned); the loss
 //      scaler's update(overflow) decides a skip: then grads are zeroed,
 //      global_steps and skipped_steps count it, the scheduler does NOT step

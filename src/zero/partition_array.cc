@@ -94,6 +94,43 @@ void PartitionArray::fill_zero() {
   if (size_ > 0) std::memset(data_, 0, size_ * tensor::dtype_size(dtype_));
 }
 
+namespace {
+
+constexpr int64_t kRoundBlock = 4096;  // elements per conversion block (fits L1 twice)
+
+template <typename Half16, void (*kDown)(std::span<const float>, std::span<Half16>),
+          void (*kUp)(std::span<const Half16>, std::span<float>)>
+void round_blocks(std::span<const float> in, std::span<float> out) {
+  const auto n = static_cast<int64_t>(in.size());
+  const int64_t blocks = (n + kRoundBlock - 1) / kRoundBlock;
+#pragma omp parallel for schedule(static)
+  for (int64_t b = 0; b < blocks; ++b) {
+    std::array<Half16, kRoundBlock> tmp;
+    const int64_t begin = b * kRoundBlock;
+    const auto len = static_cast<size_t>(std::min(kRoundBlock, n - begin));
+    kDown(in.subspan(static_cast<size_t>(begin), len), std::span<Half16>(tmp.data(), len));
+    kUp(std::span<const Half16>(tmp.data(), len), out.subspan(static_cast<size_t>(begin), len));
+  }
+}
+
+}  // namespace
+
+void round_to(config::DType dtype, std::span<const float> in, std::span<float> out) {
+  ZT_CHECK(in.size() == out.size(), "round_to: ", in.size(), " vs ", out.size(), " elements");
+  switch (dtype) {
+    case config::DType::kFp32:
+      if (in.data() != out.data() && !in.empty())
+        std::memmove(out.data(), in.data(), in.size_bytes());
+      return;
+    case config::DType::kBf16:
+      round_blocks<tensor::BFloat16, tensor::fp32_to_bf16, tensor::bf16_to_fp32>(in, out);
+      return;
+    case config::DType::kFp16:
+      round_blocks<tensor::Half, tensor::fp32_to_fp16, tensor::fp16_to_fp32>(in, out);
+      return;
+  }
+}
+
 tensor::DType storage_dtype(config::DType d) {
   switch (d) {
     case config::DType::kBf16:

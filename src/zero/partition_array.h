@@ -66,6 +66,12 @@ class PartitionArray {
 // for fp32.
 tensor::DType storage_dtype(config::DType d);
 
+// out[i] = float(dtype(in[i])) (round to nearest even, values exactly
+// representable in the 16-bit type kept as float); a plain copy for fp32.
+// in and out have the same length (checked) and may be the same. OpenMP
+// over 4096-element blocks.
+void round_to(config::DType dtype, std::span<const float> in, std::span<float> out);
+
 // Converts n elements of `dtype` at src to fp32 (a copy for fp32), and back.
 void to_fp32(tensor::DType dtype, const std::byte* src, size_t n, float* out);
 void from_fp32(tensor::DType dtype, const float* in, size_t n, std::byte* dst);

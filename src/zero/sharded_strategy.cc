@@ -3,13 +3,9 @@
 #include "zero/sharded_strategy.h"
 
 #include <algorithm>
-#include <array>
 #include <cmath>
 #include <cstring>
 #include <string>
-
-#include "tensor/convert.h"
-#include "tensor/half.h"
 
 namespace zerotrain::zero {
 namespace {
@@ -55,35 +51,7 @@ int64_t ownership_bucket(const ShardedOptions& o, int64_t numel, int world) {
   return whole ? std::max<int64_t>(padded_numel(numel, world), 1) : o.reduce_bucket_size;
 }
 
-template <typename Half16, void (*kDown)(std::span<const float>, std::span<Half16>),
-          void (*kUp)(std::span<const Half16>, std::span<float>)>
-void round_blocks(std::span<const float> in, std::span<float> out) {
-  constexpr size_t kBlock = 4096;
-  std::array<Half16, kBlock> tmp;
-  for (size_t b = 0; b < in.size(); b += kBlock) {
-    const size_t len = std::min(kBlock, in.size() - b);
-    kDown(in.subspan(b, len), std::span<Half16>(tmp.data(), len));
-    kUp(std::span<const Half16>(tmp.data(), len), out.subspan(b, len));
-  }
-}
-
 }  // namespace
-
-void round_to(config::DType dtype, std::span<const float> in, std::span<float> out) {
-  ZT_CHECK(in.size() == out.size(), "round_to: ", in.size(), " vs ", out.size(), " elements");
-  switch (dtype) {
-    case config::DType::kFp32:
-      if (in.data() != out.data() && !in.empty())
-        std::memmove(out.data(), in.data(), in.size_bytes());
-      return;
-    case config::DType::kBf16:
-      round_blocks<tensor::BFloat16, tensor::fp32_to_bf16, tensor::bf16_to_fp32>(in, out);
-      return;
-    case config::DType::kFp16:
-      round_blocks<tensor::Half, tensor::fp32_to_fp16, tensor::fp16_to_fp32>(in, out);
-      return;
-  }
-}
 
 // One owned-partition buffer of |own| floats, zeroed: on the host (pinned
 // if asked) with offload, else in compute memory.

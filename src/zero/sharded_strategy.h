@@ -220,7 +220,5 @@ class ShardedStrategy : public ZeroStrategy {
   int64_t hook_flushed_ = 0;
 };
 
-// out = float(dtype(in)) (round to nearest even); a copy for fp32.
-void round_to(config::DType dtype, std::span<const float> in, std::span<float> out);
 
 }  // namespace zerotrain::zero

@@ -15,6 +15,7 @@
 #include "engine/engine.h"
 #include "engine/engine_test_util.h"
 #include "tensor/half.h"
+#include "zero/partition_array.h"
 
 namespace zerotrain::engine {
 namespace {
@@ -147,13 +148,13 @@ TEST(EnginePrecision, Bf16CheckGradOverflowSkips) {
   EXPECT_EQ(r.engine->skipped_steps(), 1);
 }
 
-TEST(EnginePrecision, RoundThroughMatchesScalarConversions) {
+TEST(EnginePrecision, RoundToMatchesScalarConversions) {
   std::vector<float> x(10000);
   for (size_t i = 0; i < x.size(); ++i) x[i] = std::sin(0.37 * i) * std::pow(10.0f, int(i % 9) - 4);
   x[3] = 1e6f;  // beyond fp16: inf
   std::vector<float> b(x.size()), h(x.size());
-  round_through(config::DType::kBf16, x, b);
-  round_through(config::DType::kFp16, x, h);
+  zero::round_to(config::DType::kBf16, x, b);
+  zero::round_to(config::DType::kFp16, x, h);
   for (size_t i = 0; i < x.size(); ++i) {
     ASSERT_EQ(b[i], tensor::to_float(tensor::to_bfloat16(x[i])));
     ASSERT_EQ(h[i], tensor::to_float(tensor::to_half(x[i])));
