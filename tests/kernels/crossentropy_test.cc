@@ -75,6 +75,20 @@ TEST(CrossEntropy, InPlaceAndFusedAgreeWithTwoCalls) {
                   .ok());
   EXPECT_EQ(fused, dlogits);
   EXPECT_EQ(fused_losses, losses);
+  // The bf16 form: the same losses, dlogits rounded bit for bit (padding
+  // columns and the ignored row 0 bits), and a bad target still refused.
+  std::vector<Bf16Bits> d16(B * T * Vp, 0xffff);
+  std::vector<float> losses16(B * T);
+  ASSERT_TRUE(crossentropy_forward_backward_bf16(losses16.data(), d16.data(), logits.data(),
+                                                 tg.data(), 0.5f, B, T, V, Vp)
+                  .ok());
+  EXPECT_EQ(losses16, losses);
+  for (size_t i = 0; i < d16.size(); ++i) ASSERT_EQ(d16[i], bf16_from_float(dlogits[i])) << i;
+  auto bad = tg;
+  bad[2] = V;
+  EXPECT_FALSE(crossentropy_forward_backward_bf16(losses16.data(), d16.data(), logits.data(),
+                                                  bad.data(), 0.5f, B, T, V, Vp)
+                   .ok());
 }
 
 // A NaN logit must surface in that row's loss and gradient (overflow checks

@@ -203,6 +203,46 @@ TEST(Gelu, ForwardAndBackward) {
   for (int64_t i = 0; i < n; i += 97) EXPECT_FLOAT_EQ(dx[i], 2 * over[i]);
 }
 
+// The bf16 path's gelu: the input saved rounded, the outputs the fp32
+// kernels' results (at that rounded input) rounded, bit for bit. 4099
+// elements: SIMD bodies, a tail and several threads' chunks; the values
+// span gelu's curved part and both flat ends.
+TEST(Gelu, Bf16FormsRoundTheFp32Results) {
+  const int64_t n = 4099;
+  auto x = random_floats(n, 26, 6.0f), g = random_floats(n, 27);
+  std::vector<Bf16Bits> saved(n), out(n), again(n), dx16(n);
+  gelu_forward_bf16(saved.data(), out.data(), x.data(), n);
+  std::vector<float> xr(n), ref_out(n), ref_dx(n);
+  for (int64_t i = 0; i < n; ++i) {
+    ASSERT_EQ(saved[i], bf16_from_float(x[i])) << i;
+    xr[i] = float_from_bf16(saved[i]);
+  }
+  gelu_forward(ref_out.data(), xr.data(), n);
+  gelu_forward_bf16(again.data(), saved.data(), n);  // the backward's recompute
+  gelu_backward_bf16(dx16.data(), saved.data(), g.data(), n);
+  gelu_backward(ref_dx.data(), xr.data(), g.data(), n, /*accumulate=*/false);
+  for (int64_t i = 0; i < n; ++i) {
+    ASSERT_EQ(out[i], bf16_from_float(ref_out[i])) << i;
+    ASSERT_EQ(again[i], out[i]) << i;
+    ASSERT_EQ(dx16[i], bf16_from_float(ref_dx[i])) << i;
+  }
+}
+
+TEST(LayerNorm, Bf16FormRoundsTheFp32Result) {
+  constexpr int64_t rows = 37, width = 200;  // a row length with a SIMD tail
+  auto x = random_floats(rows * width, 28, 3.0f), w = random_floats(width, 29);
+  auto bias = random_floats(width, 30);
+  std::vector<float> out(rows * width), mean(rows), rstd(rows), mean16(rows), rstd16(rows);
+  std::vector<Bf16Bits> out16(rows * width);
+  layernorm_forward(out.data(), mean.data(), rstd.data(), x.data(), w.data(), bias.data(), 1, rows,
+                    width);
+  layernorm_forward_bf16(out16.data(), mean16.data(), rstd16.data(), x.data(), w.data(),
+                         bias.data(), 1, rows, width);
+  EXPECT_EQ(mean16, mean);
+  EXPECT_EQ(rstd16, rstd);
+  for (size_t i = 0; i < out.size(); ++i) ASSERT_EQ(out16[i], bf16_from_float(out[i])) << i;
+}
+
 TEST(Residual, ForwardAndBackwardIntoBothBranches) {
   auto a = random_floats(B * T * C, 23), b = random_floats(B * T * C, 24);
   const int64_t n = static_cast<int64_t>(a.size());

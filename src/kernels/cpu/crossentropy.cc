@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <vector>
 
 #include "kernels/cpu/vec_math.h"
 
@@ -82,6 +83,28 @@ Status crossentropy_forward_backward(float* losses, float* dlogits, const float*
     const int32_t tgt = targets[i];
     losses[i] = tgt < 0 ? 0.0f : l - row[tgt];
     row_backward(dlogits + i * Vp, row, l, tgt, dloss, V, Vp);
+  }
+  return ok_status();
+}
+
+Status crossentropy_forward_backward_bf16(float* losses, Bf16Bits* dlogits, const float* logits,
+                                          const int32_t* targets, float dloss, int64_t B,
+                                          int64_t T, int64_t V, int64_t Vp) {
+  ZT_RETURN_IF_ERROR(check_targets(targets, B, T, V, Vp));
+#pragma omp parallel
+  {
+    // The row's fp32 dlogits stay in this (L1/L2-sized) buffer until
+    // rounded: the fp32 [rows, Vp] array is never written.
+    std::vector<float> drow(static_cast<size_t>(Vp));
+#pragma omp for schedule(static)
+    for (int64_t i = 0; i < B * T; ++i) {
+      const float* row = logits + i * Vp;
+      const float l = row_logsumexp(row, V);
+      const int32_t tgt = targets[i];
+      losses[i] = tgt < 0 ? 0.0f : l - row[tgt];
+      row_backward(drow.data(), row, l, tgt, dloss, V, Vp);
+      bf16_from_float_array(dlogits + i * Vp, drow.data(), Vp);
+    }
   }
   return ok_status();
 }

@@ -16,6 +16,7 @@
 #include <cstdint>
 
 #include "common/status.h"
+#include "kernels/cpu/bf16.h"
 
 namespace zerotrain::kernels::cpu {
 
@@ -45,5 +46,14 @@ Status crossentropy_forward_backward(float* losses,           // [B,T]
                                      const float* logits,     // [B,T,Vp]
                                      const int32_t* targets,  // [B,T]
                                      float dloss, int64_t B, int64_t T, int64_t V, int64_t Vp);
+
+// The same with dlogits rounded to bf16 (the lm head's bf16 backward GEMM
+// operand): the bits of bf16(crossentropy_forward_backward's dlogits).
+Status crossentropy_forward_backward_bf16(float* losses,           // [B,T]
+                                          Bf16Bits* dlogits,       // [B,T,Vp]
+                                          const float* logits,     // [B,T,Vp]
+                                          const int32_t* targets,  // [B,T]
+                                          float dloss, int64_t B, int64_t T, int64_t V,
+                                          int64_t Vp);
 
 }  // namespace zerotrain::kernels::cpu

@@ -1,7 +1,12 @@
 // GELU kernels (see gelu.h). tanh comes from fast_tanh so the loops
 // vectorise (libm's tanhf is a scalar call); leaves are compiled for
-// AVX-512 / AVX2 / baseline with run-time dispatch.
+// AVX-512 / AVX2 / baseline with run-time dispatch. The bf16 forms run the
+// same fp32 leaves over L1-sized blocks, widened and rounded by tensor's
+// SIMD conversions (16-bit loads and stores do not vectorise in the
+// AVX-512F clone, which lacks AVX512BW).
 #include "kernels/cpu/gelu.h"
+
+#include <algorithm>
 
 #include "kernels/cpu/vec_math.h"
 
@@ -53,6 +58,45 @@ void gelu_backward(float* dinp, const float* inp, const float* dout, int64_t N, 
       gelu_backward_range(dinp + i0, inp + i0, dout + i0, i1 - i0);
     else
       gelu_backward_set_range(dinp + i0, inp + i0, dout + i0, i1 - i0);
+  });
+}
+
+constexpr int64_t kBlock = 512;  // elements of one L1-resident fp32 block
+
+void gelu_forward_bf16(Bf16Bits* saved, Bf16Bits* out, const float* inp, int64_t N) {
+  parallel_chunks(N, [&](int64_t i0, int64_t i1) {
+    alignas(64) float x[kBlock], y[kBlock];
+    for (int64_t b = i0; b < i1; b += kBlock) {
+      const int64_t n = std::min(kBlock, i1 - b);
+      bf16_from_float_array(saved + b, inp + b, n);
+      float_from_bf16_array(x, saved + b, n);
+      gelu_forward_range(y, x, n);
+      bf16_from_float_array(out + b, y, n);
+    }
+  });
+}
+
+void gelu_forward_bf16(Bf16Bits* out, const Bf16Bits* inp, int64_t N) {
+  parallel_chunks(N, [&](int64_t i0, int64_t i1) {
+    alignas(64) float x[kBlock], y[kBlock];
+    for (int64_t b = i0; b < i1; b += kBlock) {
+      const int64_t n = std::min(kBlock, i1 - b);
+      float_from_bf16_array(x, inp + b, n);
+      gelu_forward_range(y, x, n);
+      bf16_from_float_array(out + b, y, n);
+    }
+  });
+}
+
+void gelu_backward_bf16(Bf16Bits* dinp, const Bf16Bits* inp, const float* dout, int64_t N) {
+  parallel_chunks(N, [&](int64_t i0, int64_t i1) {
+    alignas(64) float x[kBlock], d[kBlock];
+    for (int64_t b = i0; b < i1; b += kBlock) {
+      const int64_t n = std::min(kBlock, i1 - b);
+      float_from_bf16_array(x, inp + b, n);
+      gelu_backward_set_range(d, x, dout + b, n);
+      bf16_from_float_array(dinp + b, d, n);
+    }
   });
 }
 

@@ -5,10 +5,17 @@
 //   gelu_forward(h, pre, N);
 //   gelu_backward(dpre, pre, dh, N);
 //
+// The *_bf16 forms are the bf16 path's (GptModel with bf16_compute, as
+// autocast keeps c_fc's output in bf16): the input is saved rounded to
+// bf16, and the outputs are the fp32 results above rounded to bf16 (round
+// to nearest even) for the GEMM that reads them.
+//
 // Threads: OpenMP. Thread-safety: no shared state.
 #pragma once
 
 #include <cstdint>
+
+#include "kernels/cpu/bf16.h"
 
 namespace zerotrain::kernels::cpu {
 
@@ -22,5 +29,23 @@ void gelu_backward(float* dinp,        // [N] +=
                    const float* inp,   // [N] forward input
                    const float* dout,  // [N]
                    int64_t N, bool accumulate = true);
+
+// saved = bf16(inp); out = bf16(gelu(saved)).
+void gelu_forward_bf16(Bf16Bits* saved,    // [N]
+                       Bf16Bits* out,      // [N]
+                       const float* inp,   // [N]
+                       int64_t N);
+
+// out = bf16(gelu(inp)): the backward's recompute from the saved input,
+// the same bits as the forward's out.
+void gelu_forward_bf16(Bf16Bits* out,        // [N]
+                       const Bf16Bits* inp,  // [N]
+                       int64_t N);
+
+// dinp = bf16(gelu'(inp) · dout), overwritten.
+void gelu_backward_bf16(Bf16Bits* dinp,       // [N]
+                        const Bf16Bits* inp,  // [N] the saved forward input
+                        const float* dout,    // [N]
+                        int64_t N);
 
 }  // namespace zerotrain::kernels::cpu

@@ -62,6 +62,24 @@ void layernorm_forward(float* out, float* mean, float* rstd, const float* inp, c
   }
 }
 
+void layernorm_forward_bf16(Bf16Bits* out, float* mean, float* rstd, const float* inp,
+                            const float* weight, const float* bias, int64_t B, int64_t T,
+                            int64_t C) {
+#pragma omp parallel
+  {
+    // Each row in fp32 (the same leaf as layernorm_forward), then rounded
+    // by tensor's SIMD conversion: 16-bit stores do not vectorise in the
+    // AVX-512F clone (no AVX512BW).
+    std::vector<float> row(static_cast<size_t>(C));
+#pragma omp for schedule(static)
+    for (int64_t i = 0; i < B * T; ++i) {
+      row_forward(row.data(), mean ? mean + i : nullptr, rstd ? rstd + i : nullptr, inp + i * C,
+                  weight, bias, C);
+      bf16_from_float_array(out + i * C, row.data(), C);
+    }
+  }
+}
+
 void layernorm_backward(float* dinp, float* dweight, float* dbias, const float* dout,
                         const float* inp, const float* weight, const float* mean, const float* rstd,
                         int64_t B, int64_t T, int64_t C) {

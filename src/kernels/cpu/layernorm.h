@@ -10,6 +10,8 @@
 
 #include <cstdint>
 
+#include "kernels/cpu/bf16.h"
+
 namespace zerotrain::kernels::cpu {
 
 inline constexpr float kLayerNormEps = 1e-5f;
@@ -24,7 +26,17 @@ void layernorm_forward(float* out,           // [B,T,C]
                        const float* bias,    // [C]
                        int64_t B, int64_t T, int64_t C);
 
-// Gradients of the forward above given dout. dinp must not alias dout.
+// The same with the output rounded to bf16 (the next GEMM's operand on the
+// bf16 path): the bits of bf16(layernorm_forward's out).
+void layernorm_forward_bf16(Bf16Bits* out,        // [B,T,C]
+                            float* mean,          // [B,T] or nullptr
+                            float* rstd,          // [B,T] or nullptr
+                            const float* inp,     // [B,T,C]
+                            const float* weight,  // [C]
+                            const float* bias,    // [C]
+                            int64_t B, int64_t T, int64_t C);
+
+// Gradients of layernorm_forward given dout. dinp must not alias dout.
 void layernorm_backward(float* dinp,          // [B,T,C] +=
                         float* dweight,       // [C] +=
                         float* dbias,         // [C] +=
