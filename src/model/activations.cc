@@ -4,12 +4,18 @@
 namespace zerotrain::model {
 
 int64_t Activations::plan(const GptConfig& cfg, int64_t B, int64_t T, bool att_lse,
-                          int64_t head_rows_, float* base) {
+                          int64_t head_rows_, bool bf16, float* base) {
   const int64_t BT = B * T, C = cfg.n_embd;
   int64_t next = 0;
   auto take = [&](float** p, int64_t n) {
     *p = base != nullptr ? base + next : nullptr;
     next += (n + 15) / 16 * 16;  // keep every array on its own 64-byte line
+  };
+  // n bf16 elements in (n + 1) / 2 floats' room.
+  auto take16 = [&](uint16_t** p, int64_t n) {
+    float* at = nullptr;
+    take(&at, (n + 1) / 2);
+    *p = reinterpret_cast<uint16_t*>(at);
   };
   take(&encoded, BT * C);
   layers.resize(static_cast<size_t>(cfg.n_layer));
@@ -17,12 +23,20 @@ int64_t Activations::plan(const GptConfig& cfg, int64_t B, int64_t T, bool att_l
     take(&l.ln1_mean, BT);
     take(&l.ln1_rstd, BT);
     take(&l.qkv, BT * 3 * C);
-    take(&l.atty, BT * C);
+    if (bf16) {
+      take16(&l.atty16, BT * C);
+    } else {
+      take(&l.atty, BT * C);
+    }
     take(&l.att, B * cfg.n_head * T * (att_lse ? 1 : T));
     take(&l.res2, BT * C);
     take(&l.ln2_mean, BT);
     take(&l.ln2_rstd, BT);
-    take(&l.fch, BT * 4 * C);
+    if (bf16) {
+      take16(&l.fch16, BT * 4 * C);
+    } else {
+      take(&l.fch, BT * 4 * C);
+    }
     take(&l.res3, BT * C);
   }
   take(&lnf, BT * C);
@@ -32,15 +46,24 @@ int64_t Activations::plan(const GptConfig& cfg, int64_t B, int64_t T, bool att_l
   take(&logits, head_rows * cfg.padded_vocab);
   take(&dwte, cfg.padded_vocab * C);
   take(&losses, BT);
-  take(&ce_lse, BT);
   take(&proj, BT * C);
-  take(&ln, BT * C);
-  take(&fch_gelu, BT * 4 * C);
+  if (bf16) {
+    ln = fch_gelu = nullptr;
+  } else {
+    take(&ln, BT * C);
+    take(&fch_gelu, BT * 4 * C);
+  }
   take(&dres, BT * C);
   take(&dln, BT * C);
   take(&datty, BT * C);
   take(&dqkv, BT * 3 * C);
   take(&dfch_gelu, BT * 4 * C);
+  if (bf16) {
+    for (LayerActivations& l : layers) {
+      l.atty = datty;
+      l.fch = dfch_gelu;
+    }
+  }
   return next;
 }
 

@@ -5,9 +5,9 @@
 // prefix of each array in the dense [B,T,...] layout the kernels expect.
 //
 //   Activations a;
-//   int64_t n = a.plan(cfg, B, T, true, nullptr);  // count floats
+//   int64_t n = a.plan(cfg, B, T, true, rows, false, nullptr);  // count floats
 //   AlignedBuffer<float> buf(n);
-//   a.plan(cfg, B, T, true, buf.data());           // bind pointers
+//   a.plan(cfg, B, T, true, rows, false, buf.data());           // bind pointers
 //
 // Thread-safety: plain data, one owner.
 #pragma once
@@ -25,6 +25,15 @@ namespace zerotrain::model {
 // inputs and row statistics (llm.c's recompute): elementwise work next to
 // the GEMMs, bit-identical to the forward's values, and 6·B·T·C floats a
 // layer less (a quarter of gpt2-5m's activations).
+//
+// With bf16 (GptModel's bf16_compute) the two GEMM outputs that only feed
+// a bf16 operand or an elementwise op are saved in bf16, as autocast keeps
+// them: atty16 (c_proj's input, the bits the GEMM reads anyway) and fch16
+// (gelu's input; gelu and its backward run at the rounded value). Their
+// fp32 forms are then transient: atty and fch point at the backward's
+// datty and dfch_gelu scratch (idle during the forward) for every layer.
+// 5·B·T·C floats a layer less, and the backward reads bf16 operands
+// without a rounding pass.
 struct LayerActivations {
   float* ln1_mean;  // [B,T]
   float* ln1_rstd;  // [B,T]
@@ -37,6 +46,8 @@ struct LayerActivations {
   float* ln2_rstd;  // [B,T]
   float* fch;       // [B,T,4C] c_fc output (gelu input)
   float* res3;      // [B,T,C] block output
+  uint16_t* atty16 = nullptr;  // [B,T,C] bf16 bits (bf16 only)
+  uint16_t* fch16 = nullptr;   // [B,T,4C] bf16 bits (bf16 only)
 };
 
 struct Activations {
@@ -47,15 +58,16 @@ struct Activations {
   float* lnf_rstd;                       // [B,T]
   // The lm head runs over row chunks of head_rows rows: logits holds one
   // chunk [head_rows, Vp] (all [B,T,Vp] when the model keeps full logits)
-  // and is overwritten by that chunk's dlogits; the head's backward is done
-  // in the forward at unit dloss (dln: d lnf, dwte: the chunks' sum) and
+  // and, on the fp32 path, is overwritten by that chunk's dlogits (bf16
+  // writes them into the operand scratch); the head's backward is done in
+  // the forward at unit dloss (dln: d lnf, dwte: the chunks' sum) and
   // scaled by the backward's dloss.
   float* logits;
   float* dwte;                           // [Vp,C]
   float* losses;                         // [B,T] per-token cross-entropy
-  float* ce_lse;                         // [B,T] log-sum-exp of each logits row
   // Scratch, reused by every layer:
   float* proj;       // [B,T,C] forward: c_proj outputs before the residual add
+  // fp32 only (bf16 writes both straight into the GEMM's bf16 operand):
   float* ln;         // [B,T,C] the layer's ln_1 / ln_2 output (forward, recomputed in backward)
   float* fch_gelu;   // [B,T,4C] gelu(fch) (forward, recomputed in backward), then d fch
   float* dres;       // [B,T,C] backward: gradient of the residual stream
@@ -69,9 +81,10 @@ struct Activations {
   // Binds the pointers into `base` (when not null) and returns the floats
   // needed for shape (B, T) of cfg, each array starting 64-byte aligned.
   // att_lse: keep the [B,NH,T] log-sum-exp instead of the attention map;
-  // head_rows: rows of the logits array (the lm head's chunk).
+  // head_rows: rows of the logits array (the lm head's chunk); bf16: the
+  // bf16 path's arrays (see LayerActivations).
   int64_t plan(const GptConfig& cfg, int64_t B, int64_t T, bool att_lse, int64_t head_rows,
-               float* base);
+               bool bf16, float* base);
 };
 
 // Rows of one lm-head chunk for B·T rows: `requested` if > 0, else about

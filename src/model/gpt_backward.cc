@@ -45,29 +45,31 @@ Status GptModel::backward_block(int64_t l) {
   Activations& s = acts_;  // scratch
 
   // MLP: res3 = res2 + c_proj(gelu(c_fc(ln_2(res2)))); d res3 is in dres.
-  // ln_2(res2) and gelu(fch) are recomputed into scratch: the same kernels
-  // on the same saved inputs give the forward's values bit for bit.
-  kc::layernorm_forward(s.ln, a.ln2_mean, a.ln2_rstd, a.res2, w(kLn2Weight), w(kLn2Bias), B, T, C);
-  kc::gelu_forward(s.fch_gelu, a.fch, BT * 4 * C);
-  ZT_RETURN_IF_ERROR(linear_bwd(s.dfch_gelu, dw(kFcProjWeight), dw(kFcProjBias), s.dres, s.fch_gelu,
-                                w(kFcProjWeight), 4 * C, C, /*dinp_accumulate=*/false));
-  float* dfch = s.fch_gelu;  // gelu(fch) is used up: its scratch takes d fch
-  kc::gelu_backward(dfch, a.fch, s.dfch_gelu, BT * 4 * C, /*accumulate=*/false);
-  ZT_RETURN_IF_ERROR(linear_bwd(s.dln, dw(kFcWeight), dw(kFcBias), dfch, s.ln, w(kFcWeight), C,
+  // gelu(fch) and ln_2(res2) are recomputed (into scratch, or the bf16
+  // operand scratch one after the other): the same kernels on the same
+  // saved inputs give the forward's values bit for bit.
+  ZT_RETURN_IF_ERROR(linear_bwd(s.dfch_gelu, dw(kFcProjWeight), dw(kFcProjBias), s.dres,
+                                gelu_operand(a, /*recompute=*/true), w(kFcProjWeight), 4 * C, C,
+                                /*dinp_accumulate=*/false));
+  const Operand dfch = gelu_backward_operand(a);
+  const Operand ln2 =
+      layernorm_operand(a.res2, a.ln2_mean, a.ln2_rstd, w(kLn2Weight), w(kLn2Bias));
+  ZT_RETURN_IF_ERROR(linear_bwd(s.dln, dw(kFcWeight), dw(kFcBias), dfch, ln2, w(kFcWeight), C,
                                 4 * C, /*dinp_accumulate=*/false));
   // dres (= d res3, the residual branch) += ln_2's input gradient: d res2.
   kc::layernorm_backward(s.dres, dw(kLn2Weight), dw(kLn2Bias), s.dln, a.res2, w(kLn2Weight),
                          a.ln2_mean, a.ln2_rstd, B, T, C);
 
   // Attention: res2 = x + c_proj(attn(c_attn(ln_1(x)))).
-  ZT_RETURN_IF_ERROR(linear_bwd(s.datty, dw(kAttnProjWeight), dw(kAttnProjBias), s.dres, a.atty,
-                                w(kAttnProjWeight), C, C, /*dinp_accumulate=*/false));
+  ZT_RETURN_IF_ERROR(linear_bwd(s.datty, dw(kAttnProjWeight), dw(kAttnProjBias), s.dres,
+                                attention_operand(a, /*forward=*/false), w(kAttnProjWeight), C, C,
+                                /*dinp_accumulate=*/false));
   zero(s.dqkv, BT * 3 * C);
   ZT_RETURN_IF_ERROR(options_.recompute_attention
                          ? kc::attention_backward_lse(s.dqkv, s.datty, a.qkv, a.att, B, T, C, NH)
                          : kc::attention_backward(s.dqkv, s.datty, a.qkv, a.att, B, T, C, NH));
-  kc::layernorm_forward(s.ln, a.ln1_mean, a.ln1_rstd, x, w(kLn1Weight), w(kLn1Bias), B, T, C);
-  ZT_RETURN_IF_ERROR(linear_bwd(s.dln, dw(kAttnWeight), dw(kAttnBias), s.dqkv, s.ln,
+  const Operand ln1 = layernorm_operand(x, a.ln1_mean, a.ln1_rstd, w(kLn1Weight), w(kLn1Bias));
+  ZT_RETURN_IF_ERROR(linear_bwd(s.dln, dw(kAttnWeight), dw(kAttnBias), s.dqkv, ln1,
                                 w(kAttnWeight), C, 3 * C, /*dinp_accumulate=*/false));
   kc::layernorm_backward(s.dres, dw(kLn1Weight), dw(kLn1Bias), s.dln, x, w(kLn1Weight), a.ln1_mean,
                          a.ln1_rstd, B, T, C);

@@ -1,7 +1,8 @@
 // GptModel forward stages: encoder, pre-LN transformer block, head (ln_f,
 // tied lm head, cross-entropy). Saves what the backward needs in acts_
-// (layernorm outputs and gelu(fch) go to shared scratch; the backward
-// recomputes them, see activations.h).
+// (layernorm outputs and gelu(fch) go to shared scratch, or on the bf16
+// path straight into the GEMM's bf16 operand; the backward recomputes
+// them, see activations.h).
 #include <algorithm>
 #include <cstring>
 
@@ -23,19 +24,20 @@ Status GptModel::forward_block(int64_t l) {
   const float* x = l == 0 ? acts_.encoded : acts_.layers[static_cast<size_t>(l) - 1].res3;
   auto w = [&](int slot) { return p(layout_.block_tensor(l, slot)); };
 
-  kc::layernorm_forward(acts_.ln, a.ln1_mean, a.ln1_rstd, x, w(kLn1Weight), w(kLn1Bias), B, T, C);
-  ZT_RETURN_IF_ERROR(linear_fwd(a.qkv, acts_.ln, w(kAttnWeight), w(kAttnBias), C, 3 * C));
+  ZT_RETURN_IF_ERROR(
+      linear_fwd(a.qkv, layernorm_operand(x, a.ln1_mean, a.ln1_rstd, w(kLn1Weight), w(kLn1Bias)),
+                 w(kAttnWeight), w(kAttnBias), C, 3 * C));
   ZT_RETURN_IF_ERROR(options_.recompute_attention
                          ? kc::attention_forward_lse(a.atty, a.att, a.qkv, B, T, C, NH)
                          : kc::attention_forward(a.atty, a.att, a.qkv, B, T, C, NH));
-  ZT_RETURN_IF_ERROR(linear_fwd(acts_.proj, a.atty, w(kAttnProjWeight), w(kAttnProjBias), C, C));
+  ZT_RETURN_IF_ERROR(linear_fwd(acts_.proj, attention_operand(a, /*forward=*/true),
+                                w(kAttnProjWeight), w(kAttnProjBias), C, C));
   kc::residual_forward(a.res2, x, acts_.proj, B * T * C);
-  kc::layernorm_forward(acts_.ln, a.ln2_mean, a.ln2_rstd, a.res2, w(kLn2Weight), w(kLn2Bias), B,
-                        T, C);
-  ZT_RETURN_IF_ERROR(linear_fwd(a.fch, acts_.ln, w(kFcWeight), w(kFcBias), C, 4 * C));
-  kc::gelu_forward(acts_.fch_gelu, a.fch, B * T * 4 * C);
-  ZT_RETURN_IF_ERROR(
-      linear_fwd(acts_.proj, acts_.fch_gelu, w(kFcProjWeight), w(kFcProjBias), 4 * C, C));
+  ZT_RETURN_IF_ERROR(linear_fwd(
+      a.fch, layernorm_operand(a.res2, a.ln2_mean, a.ln2_rstd, w(kLn2Weight), w(kLn2Bias)),
+      w(kFcWeight), w(kFcBias), C, 4 * C));
+  ZT_RETURN_IF_ERROR(linear_fwd(acts_.proj, gelu_operand(a, /*recompute=*/false),
+                                w(kFcProjWeight), w(kFcProjBias), 4 * C, C));
   kc::residual_forward(a.res3, a.res2, acts_.proj, B * T * C);
   return ok_status();
 }
@@ -58,17 +60,29 @@ Status GptModel::forward_head() {
   const int64_t chunk = targets_.empty() ? BT : acts_.head_rows;
   for (int64_t r0 = 0; r0 < BT; r0 += chunk) {
     const int64_t rows = std::min(chunk, BT - r0);
-    const float* lnf = acts_.lnf + r0 * C;
+    const Operand lnf = head_operand(acts_.lnf + r0 * C, rows);  // bf16: rounded once for both
     ZT_RETURN_IF_ERROR(head_fwd(acts_.logits, lnf, rows));
     if (targets_.empty()) continue;
     const int32_t* targets = targets_.data() + r0;
-    ZT_RETURN_IF_ERROR(kc::crossentropy_forward(acts_.losses + r0, acts_.ce_lse + r0,
-                                                acts_.logits, targets, 1, rows, cfg_.vocab_size,
-                                                Vp));
-    if (!for_backward_) continue;
-    kc::crossentropy_backward(acts_.logits, acts_.logits, acts_.ce_lse + r0, targets, unit_dloss_,
-                              1, rows, cfg_.vocab_size, Vp);
-    ZT_RETURN_IF_ERROR(head_bwd(acts_.dln + r0 * C, acts_.dwte, acts_.logits, lnf, rows));
+    float* losses = acts_.losses + r0;
+    const int64_t V = cfg_.vocab_size;
+    if (!for_backward_) {
+      ZT_RETURN_IF_ERROR(
+          kc::crossentropy_forward(losses, nullptr, acts_.logits, targets, 1, rows, V, Vp));
+      continue;
+    }
+    // Loss and dlogits in one pass over the chunk: fp32 overwrites the
+    // logits with dlogits, bf16 writes them rounded into the dout scratch.
+    Operand dlogits = acts_.logits;
+    if (options_.bf16_compute) {
+      ZT_RETURN_IF_ERROR(kc::crossentropy_forward_backward_bf16(
+          losses, d16(), acts_.logits, targets, unit_dloss_, 1, rows, V, Vp));
+      dlogits = d16();
+    } else {
+      ZT_RETURN_IF_ERROR(kc::crossentropy_forward_backward(losses, acts_.logits, acts_.logits,
+                                                           targets, unit_dloss_, 1, rows, V, Vp));
+    }
+    ZT_RETURN_IF_ERROR(head_bwd(acts_.dln + r0 * C, acts_.dwte, dlogits, lnf, rows));
   }
   return ok_status();
 }

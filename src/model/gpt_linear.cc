@@ -1,5 +1,7 @@
 // GptModel's linear layers: the fp32 kernels, or with bf16_compute the bf16
-// kernels on operands rounded from fp32 into the model's bf16 scratch.
+// kernels on operands in the model's bf16 scratch (rounded from fp32 here
+// unless a kernel wrote them in bf16 already), and the kernels that write
+// a GEMM's operand (layernorm, gelu) for either path.
 #include <algorithm>
 
 #include "kernels/cpu/ops.h"
@@ -29,23 +31,82 @@ const kc::Bf16Bits* to_bf16(tensor::AlignedBuffer<tensor::BFloat16>& dst, const 
 
 }  // namespace
 
-Status GptModel::linear_fwd(float* out, const float* inp, const float* w, const float* b, int64_t C,
+const kc::Bf16Bits* GptModel::as_bf16(Operand x, tensor::AlignedBuffer<tensor::BFloat16>& scratch,
+                                      int64_t n) {
+  return x.bf16 != nullptr ? x.bf16 : to_bf16(scratch, x.f32, n);
+}
+
+const float* GptModel::as_f32(Operand x) {
+  ZT_CHECK(x.f32 != nullptr, "a bf16 operand on the fp32 path");
+  return x.f32;
+}
+
+Status GptModel::linear_fwd(float* out, Operand inp, const float* w, const float* b, int64_t C,
                             int64_t OC) {
-  if (!options_.bf16_compute) return kc::linear_forward(out, inp, w, b, B_, T_, C, OC);
+  if (!options_.bf16_compute) return kc::linear_forward(out, as_f32(inp), w, b, B_, T_, C, OC);
   const kc::Bf16Bits* w16 = to_bf16(w16_, w, OC * C);
-  const kc::Bf16Bits* x16 = to_bf16(x16_, inp, B_ * T_ * C);
+  const kc::Bf16Bits* x16 = as_bf16(inp, x16_, B_ * T_ * C);
   return kc::linear_forward_bf16(out, x16, w16, b, B_, T_, C, OC);
 }
 
-Status GptModel::linear_bwd(float* dinp, float* dw, float* db, const float* dout, const float* inp,
+Status GptModel::linear_bwd(float* dinp, float* dw, float* db, Operand dout, Operand inp,
                             const float* w, int64_t C, int64_t OC, bool dinp_accumulate) {
   if (!options_.bf16_compute) {
-    return kc::linear_backward(dinp, dw, db, dout, inp, w, B_, T_, C, OC, dinp_accumulate);
+    return kc::linear_backward(dinp, dw, db, as_f32(dout), as_f32(inp), w, B_, T_, C, OC,
+                               dinp_accumulate);
   }
   const kc::Bf16Bits* w16 = to_bf16(w16_, w, OC * C);
-  const kc::Bf16Bits* x16 = to_bf16(x16_, inp, B_ * T_ * C);
-  const kc::Bf16Bits* d16 = to_bf16(d16_, dout, B_ * T_ * OC);
+  const kc::Bf16Bits* x16 = as_bf16(inp, x16_, B_ * T_ * C);
+  const kc::Bf16Bits* d16 = as_bf16(dout, d16_, B_ * T_ * OC);
   return kc::linear_backward_bf16(dinp, dw, db, d16, x16, w16, B_, T_, C, OC, dinp_accumulate);
+}
+
+GptModel::Operand GptModel::layernorm_operand(const float* x, float* mean, float* rstd,
+                                              const float* w, const float* b) {
+  if (!options_.bf16_compute) {
+    kc::layernorm_forward(acts_.ln, mean, rstd, x, w, b, B_, T_, cfg_.n_embd);
+    return acts_.ln;
+  }
+  kc::layernorm_forward_bf16(x16(), mean, rstd, x, w, b, B_, T_, cfg_.n_embd);
+  return x16();
+}
+
+GptModel::Operand GptModel::attention_operand(const LayerActivations& a, bool forward) {
+  if (!options_.bf16_compute) return a.atty;
+  if (forward) {
+    const int64_t n = B_ * T_ * cfg_.n_embd;
+    constexpr int64_t kChunk = 1 << 16;
+#pragma omp parallel for schedule(static)
+    for (int64_t i = 0; i < n; i += kChunk) {
+      kc::bf16_from_float_array(a.atty16 + i, a.atty + i, std::min(kChunk, n - i));
+    }
+  }
+  return a.atty16;
+}
+
+GptModel::Operand GptModel::gelu_backward_operand(const LayerActivations& a) {
+  const int64_t n = B_ * T_ * 4 * cfg_.n_embd;
+  if (!options_.bf16_compute) {
+    float* dfch = acts_.fch_gelu;  // gelu(fch) is used up: its scratch takes d fch
+    kc::gelu_backward(dfch, a.fch, acts_.dfch_gelu, n, /*accumulate=*/false);
+    return dfch;
+  }
+  kc::gelu_backward_bf16(d16(), a.fch16, acts_.dfch_gelu, n);
+  return d16();
+}
+
+GptModel::Operand GptModel::gelu_operand(const LayerActivations& a, bool recompute) {
+  const int64_t n = B_ * T_ * 4 * cfg_.n_embd;
+  if (!options_.bf16_compute) {
+    kc::gelu_forward(acts_.fch_gelu, a.fch, n);
+    return acts_.fch_gelu;
+  }
+  if (recompute) {
+    kc::gelu_forward_bf16(x16(), a.fch16, n);
+  } else {
+    kc::gelu_forward_bf16(a.fch16, x16(), a.fch, n);
+  }
+  return x16();
 }
 
 void GptModel::prepare_head() {
@@ -54,26 +115,30 @@ void GptModel::prepare_head() {
   }
 }
 
-Status GptModel::head_fwd(float* logits, const float* lnf, int64_t rows) {
-  const int64_t C = cfg_.n_embd, Vp = cfg_.padded_vocab;
-  if (!options_.bf16_compute) {
-    return kc::linear_forward(logits, lnf, p(layout_.wte()), nullptr, 1, rows, C, Vp);
-  }
-  const auto* w16 = reinterpret_cast<const kc::Bf16Bits*>(w16_.data());  // prepare_head's
-  const kc::Bf16Bits* x16 = to_bf16(x16_, lnf, rows * C);
-  return kc::linear_forward_bf16(logits, x16, w16, nullptr, 1, rows, C, Vp);
+GptModel::Operand GptModel::head_operand(const float* lnf, int64_t rows) {
+  if (!options_.bf16_compute) return lnf;
+  return as_bf16(lnf, x16_, rows * cfg_.n_embd);
 }
 
-Status GptModel::head_bwd(float* dln, float* dwte, const float* dlogits, const float* lnf,
-                          int64_t rows) {
+Status GptModel::head_fwd(float* logits, Operand lnf, int64_t rows) {
   const int64_t C = cfg_.n_embd, Vp = cfg_.padded_vocab;
   if (!options_.bf16_compute) {
-    return kc::linear_backward(dln, dwte, nullptr, dlogits, lnf, p(layout_.wte()), 1, rows, C, Vp);
+    return kc::linear_forward(logits, as_f32(lnf), p(layout_.wte()), nullptr, 1, rows, C, Vp);
+  }
+  const auto* w16 = reinterpret_cast<const kc::Bf16Bits*>(w16_.data());  // prepare_head's
+  return kc::linear_forward_bf16(logits, as_bf16(lnf, x16_, rows * C), w16, nullptr, 1, rows, C,
+                                 Vp);
+}
+
+Status GptModel::head_bwd(float* dln, float* dwte, Operand dlogits, Operand lnf, int64_t rows) {
+  const int64_t C = cfg_.n_embd, Vp = cfg_.padded_vocab;
+  if (!options_.bf16_compute) {
+    return kc::linear_backward(dln, dwte, nullptr, as_f32(dlogits), as_f32(lnf), p(layout_.wte()),
+                               1, rows, C, Vp);
   }
   const auto* w16 = reinterpret_cast<const kc::Bf16Bits*>(w16_.data());
-  const kc::Bf16Bits* x16 = to_bf16(x16_, lnf, rows * C);
-  const kc::Bf16Bits* d16 = to_bf16(d16_, dlogits, rows * Vp);
-  return kc::linear_backward_bf16(dln, dwte, nullptr, d16, x16, w16, 1, rows, C, Vp);
+  return kc::linear_backward_bf16(dln, dwte, nullptr, as_bf16(dlogits, d16_, rows * Vp),
+                                  as_bf16(lnf, x16_, rows * C), w16, 1, rows, C, Vp);
 }
 
 }  // namespace zerotrain::model

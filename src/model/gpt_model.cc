@@ -63,10 +63,12 @@ StatusOr<GptModel> GptModel::create(const GptConfig& cfg, const GptModelOptions&
   const bool lse = opts.recompute_attention;
   const int64_t head_rows =
       logits_rows(cfg, opts.max_batch, opts.max_seq, opts.full_logits, opts.head_rows);
-  const int64_t acts = m.acts_.plan(cfg, opts.max_batch, opts.max_seq, lse, head_rows, nullptr);
+  const bool bf16 = opts.bf16_compute;
+  const int64_t acts =
+      m.acts_.plan(cfg, opts.max_batch, opts.max_seq, lse, head_rows, bf16, nullptr);
   ZT_ASSIGN_OR_RETURN(m.act_buffer_,
                       tensor::AlignedBuffer<float>::allocate(static_cast<size_t>(acts)));
-  m.acts_.plan(cfg, opts.max_batch, opts.max_seq, lse, head_rows, m.act_buffer_.data());
+  m.acts_.plan(cfg, opts.max_batch, opts.max_seq, lse, head_rows, bf16, m.act_buffer_.data());
   if (opts.bf16_compute) {
     const Bf16Scratch n16 = bf16_scratch(cfg, opts.max_batch, opts.max_seq, head_rows);
     using Buf16 = tensor::AlignedBuffer<tensor::BFloat16>;
@@ -260,7 +262,8 @@ int64_t GptModel::activation_bytes(const GptConfig& cfg, int64_t B, int64_t T, b
   Activations a;
   const int64_t rows = logits_rows(cfg, B, T, full_logits, head_rows);
   int64_t bytes =
-      a.plan(cfg, B, T, recompute_attention, rows, nullptr) * static_cast<int64_t>(sizeof(float));
+      a.plan(cfg, B, T, recompute_attention, rows, bf16_compute, nullptr) *
+      static_cast<int64_t>(sizeof(float));
   if (bf16_compute) {
     const Bf16Scratch n16 = bf16_scratch(cfg, B, T, rows);
     bytes += 2 * (n16.weight + n16.input + n16.dout);

@@ -77,6 +77,7 @@
 #include <vector>
 
 #include "common/status.h"
+#include "kernels/cpu/bf16.h"
 #include "model/activations.h"
 #include "model/gpt_config.h"
 #include "model/param_layout.h"
@@ -92,8 +93,11 @@ struct GptModelOptions {
   bool own_gradients = true;   // allocate a gradient buffer (else bind one)
   // bf16 mixed precision: every GEMM (the four linears of each block and
   // the lm head, forward and backward) reads bf16 copies of its weight and
-  // inputs, rounded from fp32 at the call, and accumulates in fp32; the
-  // parameters, gradients, activations and all other ops stay fp32.
+  // inputs and accumulates in fp32. The kernels before a GEMM (layernorm,
+  // gelu, gelu's backward) write its operand in bf16 directly, and the
+  // c_fc output (gelu's input) and attention output are saved in bf16, as
+  // autocast keeps them (activations.h); the parameters, gradients, the
+  // residual stream and all other ops stay fp32.
   bool bf16_compute = false;
   // Keep only the softmax's log-sum-exp [B,NH,T] per layer and recompute
   // the attention map in the backward (kernels' attention_*_lse: ~5% more
@@ -171,7 +175,7 @@ class GptModel {
 
   std::span<const float> losses() const;                // [B*T] of the last forward
   // [B,T,Vp] of the last forward (full_logits only; else the last chunk's
-  // rows, overwritten by their dlogits when for_backward).
+  // rows, on the fp32 path overwritten by their dlogits when for_backward).
   const float* logits() const { return acts_.logits; }
   MemoryStats memory() const;
   // Activation + scratch bytes a model of cfg needs for (B, T), including
@@ -197,19 +201,48 @@ class GptModel {
   Status backward_head();
   Status backward_block(int64_t l);
   void backward_encoder();
-  // The linear layer of the current (B_, T_), fp32 or bf16 per options.
-  Status linear_fwd(float* out, const float* inp, const float* w, const float* b, int64_t C,
+  // An activation operand of a linear layer: fp32, or on the bf16 path
+  // possibly bf16 already (a kernel wrote it rounded, or it was saved so).
+  struct Operand {
+    Operand(const float* p) : f32(p) {}               // NOLINT: implicit on purpose
+    Operand(const kernels::cpu::Bf16Bits* p) : bf16(p) {}  // NOLINT
+    const float* f32 = nullptr;
+    const kernels::cpu::Bf16Bits* bf16 = nullptr;
+  };
+  // The linear layer of the current (B_, T_), fp32 or bf16 per options; a
+  // bf16 path's fp32 operand is rounded into the operand scratch first.
+  Status linear_fwd(float* out, Operand inp, const float* w, const float* b, int64_t C,
                     int64_t OC);
   // dinp_accumulate false: dinp is overwritten (a fresh scratch, not zeroed).
-  Status linear_bwd(float* dinp, float* dw, float* db, const float* dout, const float* inp,
-                    const float* w, int64_t C, int64_t OC, bool dinp_accumulate = true);
+  Status linear_bwd(float* dinp, float* dw, float* db, Operand dout, Operand inp, const float* w,
+                    int64_t C, int64_t OC, bool dinp_accumulate = true);
+  // ln(x) with the row statistics into mean/rstd, as the next GEMM's
+  // operand: fp32 in acts_.ln, or bf16 straight into the input scratch.
+  Operand layernorm_operand(const float* x, float* mean, float* rstd, const float* w,
+                            const float* b);
+  // gelu(fch) of layer l as the c_proj GEMM's operand: the forward's
+  // (bf16: also saves fch16) or the backward's recompute.
+  Operand gelu_operand(const LayerActivations& a, bool recompute);
+  // d fch from d gelu(fch) (acts_.dfch_gelu) as the c_fc GEMM's dout.
+  Operand gelu_backward_operand(const LayerActivations& a);
+  // The attention output as c_proj's input; bf16: the forward rounds it
+  // into the saved atty16.
+  Operand attention_operand(const LayerActivations& a, bool forward);
+  const kernels::cpu::Bf16Bits* as_bf16(Operand x, tensor::AlignedBuffer<tensor::BFloat16>& scratch,
+                                        int64_t n);
+  static const float* as_f32(Operand x);
+  kernels::cpu::Bf16Bits* x16() { return reinterpret_cast<kernels::cpu::Bf16Bits*>(x16_.data()); }
+  kernels::cpu::Bf16Bits* d16() { return reinterpret_cast<kernels::cpu::Bf16Bits*>(d16_.data()); }
   // The tied lm head over `rows` rows of lnf (gpt_linear.cc): logits =
   // lnf · wteᵀ, and its backward (dln = dlogits · wte, dwte += dlogitsᵀ ·
   // lnf). With bf16_compute, prepare_head() rounds wte into the weight
   // scratch once for all chunks of a pass.
   void prepare_head();
-  Status head_fwd(float* logits, const float* lnf, int64_t rows);
-  Status head_bwd(float* dln, float* dwte, const float* dlogits, const float* lnf, int64_t rows);
+  // A chunk of lnf as the head's GEMM operand (bf16: rounded into the input
+  // scratch, where it stays for the chunk's backward GEMM).
+  Operand head_operand(const float* lnf, int64_t rows);
+  Status head_fwd(float* logits, Operand lnf, int64_t rows);
+  Status head_bwd(float* dln, float* dwte, Operand dlogits, Operand lnf, int64_t rows);
   const float* p(const TensorInfo& t) const;  // parameter tensor address
   float* g(const TensorInfo& t) const;        // gradient tensor address
 
