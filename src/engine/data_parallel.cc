@@ -65,8 +65,14 @@ void DataParallelStrategy::install_hooks() {
 Status DataParallelStrategy::reduce_gradients() {
   if (half_) {  // the 16-bit sums, as fp32, for the reduction and the optimizer
     const auto n = static_cast<size_t>(options_.model->layout().total_numel());
-    ZT_ASSIGN_OR_RETURN(step_grads_, tensor::AlignedBuffer<float>::allocate(n));
-    grads_ = step_grads_.span();
+    // In the activation memory, idle until the next forward, when it is
+    // large enough: this transient then adds nothing to the peak.
+    float* lent = options_.model->lend_activation_memory(static_cast<int64_t>(n));
+    if (lent == nullptr) {
+      ZT_ASSIGN_OR_RETURN(step_grads_, tensor::AlignedBuffer<float>::allocate(n));
+      lent = step_grads_.data();
+    }
+    grads_ = {lent, n};
     half_->gradients().read(0, n, grads_.data());
   }
   comm::Communicator& c = *options_.comm;
@@ -99,6 +105,7 @@ void DataParallelStrategy::zero_gradients() {
   half_->zero_gradients();
   step_grads_ = {};
   grads_ = {};
+  options_.model->return_activation_memory();
 }
 
 Status DataParallelStrategy::gather_full_parameters(std::span<float> out) {

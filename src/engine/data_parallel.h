@@ -10,7 +10,9 @@
 // gradient accumulator in 16 bits (2Ψ + 2Ψ, half_compute.h: the model's
 // buffers are freed and each stage computes from fp32 expansions), the
 // fp32 master 4Ψ and the moments 8Ψ; the gradients are all-reduced in fp32
-// from a transient [Ψ] copy that lives through the boundary step (buffers).
+// from a transient [Ψ] copy that lives through the boundary step: in the
+// model's idle activation memory when that holds Ψ floats (lend_activation_
+// memory), else its own buffer (buffers).
 //
 //   DataParallelOptions o{.model = &model, .comm = comm.get(),
 //                         .dtype = cfg.model_dtype(), .state_count = 2};
@@ -77,7 +79,8 @@ class DataParallelStrategy : public ZeroStrategy {
   std::span<float> params_;                  // the model's compute copy [Ψ]
   std::span<float> grads_;                   // the model's gradients [Ψ]; 16-bit: step_grads_
   std::unique_ptr<zero::HalfComputeCopy> half_;  // bf16/fp16: the compute copy and gradients
-  tensor::AlignedBuffer<float> step_grads_;      // 16-bit: fp32 [Ψ], boundary step only
+  // 16-bit: fp32 [Ψ], boundary step only, when the activations are too small to lend it.
+  tensor::AlignedBuffer<float> step_grads_;
   tensor::AlignedBuffer<float> own_master_;  // [Ψ] bf16/fp16 only
   std::span<float> master_;                  // own_master_, or params_ for fp32
   std::vector<tensor::AlignedBuffer<float>> states_;

@@ -173,8 +173,20 @@ Status GptModel::check_bound(int stage, Pass pass) const {
   return ok_status();
 }
 
+float* GptModel::lend_activation_memory(int64_t n) {
+  if (n < 0 || static_cast<size_t>(n) > act_buffer_.size()) return nullptr;
+  backward_ready_ = false;
+  activations_lent_ = true;
+  return act_buffer_.data();
+}
+
 StatusOr<float> GptModel::forward(const int32_t* tokens, const int32_t* targets, int64_t B,
                                   int64_t T, bool for_backward) {
+  if (activations_lent_) {
+    return invalid_argument(
+        "forward: the activation memory is lent out (a boundary step's transient); the "
+        "optimizer step returns it");
+  }
   backward_ready_ = false;
   if (targets == nullptr && !options_.full_logits)
     return invalid_argument("forward without targets (inference) needs GptModelOptions.full_logits");

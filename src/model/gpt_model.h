@@ -170,8 +170,18 @@ class GptModel {
   StatusOr<float> forward(const int32_t* tokens, const int32_t* targets, int64_t B, int64_t T,
                           bool for_backward = true);
   // InvalidArgument if there was no forward with targets (for backward)
-  // since the last backward.
+  // since the last backward (or the activation memory was lent since).
   Status backward(float dloss = 1.0f);
+
+  // The activation buffer as scratch while no pass needs it (after a
+  // backward or an evaluation forward, until the next forward), so a
+  // boundary step's transient (a 16-bit model's fp32 gradients) takes no
+  // memory of its own: n floats, or nullptr when the buffer is smaller.
+  // A pending backward is dropped, losses() is void, and forward()
+  // refuses (InvalidArgument) until return_activation_memory().
+  float* lend_activation_memory(int64_t n);
+  void return_activation_memory() { activations_lent_ = false; }
+  bool activation_memory_lent() const { return activations_lent_; }
 
   std::span<const float> losses() const;                // [B*T] of the last forward
   // [B,T,Vp] of the last forward (full_logits only; else the last chunk's
@@ -264,6 +274,7 @@ class GptModel {
   float dloss_ = 1.0f;       // the current backward's dloss
   bool for_backward_ = false;
   bool backward_ready_ = false;
+  bool activations_lent_ = false;
 };
 
 }  // namespace zerotrain::model

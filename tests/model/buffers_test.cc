@@ -231,6 +231,41 @@ TEST(GptModelBuffers, InferenceAndIgnoredTargets) {
   for (int64_t i = 0; i < m.layout().total_numel(); ++i) ASSERT_EQ(m.gradients()[i], 0.0f) << i;
 }
 
+// Lending the activation memory: exactly the buffer, refused beyond its
+// size; while lent, forward refuses with a reason and the pending backward
+// is gone (the memory it needed is someone else's); once returned, a
+// forward and backward give the same loss and gradients as before.
+TEST(GptModelBuffers, LentActivationMemoryBlocksPassesUntilReturned) {
+  GptModel m = make(true);
+  m.init_parameters(3);
+  const std::vector<int32_t> tok = random_tokens(B * T, 23, 31), tg = random_tokens(B * T, 23, 32);
+  auto step = [&]() {
+    m.zero_gradients();
+    StatusOr<float> l = m.forward(tok.data(), tg.data(), B, T);
+    ZT_CHECK(l.ok(), l.status().to_string());
+    ZT_CHECK(m.backward().ok(), "backward");
+    std::vector<float> out(m.gradients(), m.gradients() + m.layout().total_numel());
+    out.push_back(*l);
+    return out;
+  };
+  const std::vector<float> before = step();
+  const int64_t floats = m.memory().activation_bytes / 4;
+  EXPECT_EQ(m.lend_activation_memory(floats + 1), nullptr);
+  EXPECT_FALSE(m.activation_memory_lent());
+  ASSERT_TRUE(m.forward(tok.data(), tg.data(), B, T).ok());
+  float* lent = m.lend_activation_memory(floats);
+  ASSERT_NE(lent, nullptr);
+  EXPECT_TRUE(m.activation_memory_lent());
+  std::fill(lent, lent + floats, std::nanf(""));  // the borrower's data
+  EXPECT_FALSE(m.backward().ok()) << "the forward's activations were lent out";
+  StatusOr<float> refused = m.forward(tok.data(), tg.data(), B, T);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("lent out"), std::string::npos)
+      << refused.status().message();
+  m.return_activation_memory();
+  EXPECT_EQ(step(), before);
+}
+
 TEST(GptModelBuffers, MemoryAccountingMatchesTheArrays) {
   const GptConfig cfg = micro_config();
   GptModel m = make(true);
