@@ -88,10 +88,10 @@ struct Activations {
 };
 
 // Rows of one lm-head chunk for B·T rows: `requested` if > 0, else about
-// 2 Mi floats of logits (8 MiB) but at least 64 rows so the GEMMs stay
+// 1 Mi floats of logits (4 MiB) but at least 64 rows so the GEMMs stay
 // efficient; never more than B·T.
 inline int64_t head_chunk_rows(const GptConfig& cfg, int64_t rows, int64_t requested = 0) {
-  const int64_t target = (int64_t{1} << 21) / cfg.padded_vocab / 16 * 16;
+  const int64_t target = (int64_t{1} << 20) / cfg.padded_vocab / 16 * 16;
   return std::min(rows, requested > 0 ? requested : std::max<int64_t>(64, target));
 }
 

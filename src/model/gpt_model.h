@@ -106,7 +106,7 @@ struct GptModelOptions {
   // Keep the logits of all B·T rows (logits(), and forward without
   // targets). Off, the lm head runs over chunks of head_chunk_rows rows
   // (activations.h) and only one chunk of logits exists: gpt2-5m at
-  // B 8 x T 256 keeps 8 MiB instead of 64 MiB, gpt2 at B 8 x T 1024 13 MiB
+  // B 8 x T 256 keeps 4 MiB instead of 64 MiB, gpt2 at B 8 x T 1024 13 MiB
   // instead of 1.6 GiB.
   bool full_logits = false;
   // Rows of an lm-head chunk; 0: automatic (head_chunk_rows in activations.h).
