@@ -12,8 +12,9 @@ StatusOr<BucketPipeline> BucketPipeline::create(int64_t slot_floats, int slots) 
   if (slot_floats < 0) return invalid_argument("BucketPipeline: negative slot size");
   BucketPipeline p;
   p.slot_floats_ = slot_floats;
-  p.slots_.resize(slot_floats > 0 ? static_cast<size_t>(slots) : 0);
+  p.slots_.resize(static_cast<size_t>(slots));
   for (Slot& s : p.slots_) {
+    if (slot_floats == 0) continue;  // in-place collectives only: order, no buffer
     ZT_ASSIGN_OR_RETURN(s.buffer,
                         tensor::AlignedBuffer<float>::allocate(static_cast<size_t>(slot_floats)));
   }

@@ -37,7 +37,8 @@ class BucketPipeline {
   // Waits for anything still in flight (an error path left it running):
   // the communication thread must not write into freed staging.
   ~BucketPipeline();
-  // `slots` (1 or 2) buffers of slot_floats each (0: no staging at all).
+  // `slots` (1 or 2) buffers of slot_floats each (0: empty buffers, for
+  // collectives that all run in place and only need the ordering).
   static StatusOr<BucketPipeline> create(int64_t slot_floats, int slots);
 
   int slots() const { return static_cast<int>(slots_.size()); }

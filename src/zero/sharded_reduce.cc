@@ -92,7 +92,7 @@ Status ShardedStrategy::on_group_final(int group) {
   next_final_group_ = group - 1;
   const int64_t final_begin = options_.model->layout().groups()[group].offset;
   while (pending_cols_ > 0 && reduce_floor_[pending_cols_ - 1] >= final_begin) {
-    ZT_RETURN_IF_ERROR(reduce_column(reduce_cols_[pending_cols_ - 1]));
+    ZT_RETURN_IF_ERROR(reduce_column(pending_cols_ - 1));
     --pending_cols_;
     ++hook_flushed_;
   }
@@ -107,7 +107,35 @@ void ShardedStrategy::read_gradients(Range src, float* out) const {
     std::memcpy(out, grads_.data() + src.offset, static_cast<size_t>(src.count) * sizeof(float));
 }
 
-Status ShardedStrategy::reduce_column(Range col) {
+// Stage 2 reduce-scatters a column in place in the gradient buffer (no
+// staging copy; the buffer is cleared after the micro-step's reductions)
+// when its N chunks lie there back to back from some flat `base`, rank r's
+// at base + r·cc, each full or ending at Ψ (what lies past Ψ is the
+// buffer's zeroed tail, up to grads_capacity_): the usual case, as each
+// column is one ownership bucket. Returns base, or -1 to go through the
+// staging slot.
+int64_t ShardedStrategy::in_place_base(Range col) const {
+  if (options_.stage != 2 || grads_.empty() || world() == 1) return -1;
+  const int64_t cc = col.count;
+  int64_t base = -1;
+  for (int r = 0; r < world(); ++r) {
+    const std::vector<SlotRun> runs = layout_.runs(r, col);
+    if (runs.size() > 1) return -1;
+    int64_t count = 0;
+    if (runs.size() == 1) {
+      if (runs[0].slot != col.offset) return -1;
+      if (base < 0) base = runs[0].flat - r * cc;
+      if (runs[0].flat != base + r * cc) return -1;
+      count = runs[0].count;
+    }
+    if (base < 0) return -1;
+    if (count < cc && base + r * cc + count < numel_) return -1;  // a gap before Ψ
+  }
+  return base + world() * cc <= grads_capacity_ ? base : -1;
+}
+
+Status ShardedStrategy::reduce_column(size_t c) {
+  const Range col = reduce_cols_[c];
   ZT_RETURN_IF_ERROR(finish_gathers());  // the staging slots are shared
   const int n = world();
   if (n == 1) {  // one rank owns [0, Ψ): slots are flat
@@ -122,18 +150,26 @@ Status ShardedStrategy::reduce_column(Range col) {
   }
   const Scaling sc = scaling_for(options_, n);
   const auto cc = static_cast<size_t>(col.count);
+  // The slot also orders this collective after the one that used it last.
   ZT_ASSIGN_OR_RETURN(std::span<float> slot, pipe_.next_slot());
-  std::span<float> all = slot.subspan(0, n * cc);
-  for (int r = 0; r < n; ++r) {
-    // One run at most (a reduce column stays in one bucket), at the
-    // chunk's start: a rank's real elements are a slot prefix.
-    std::span<float> chunk = all.subspan(r * cc, cc);
-    int64_t filled = 0;
-    for (const SlotRun& run : layout_.runs(r, col)) {
-      read_gradients({run.flat, run.count}, chunk.data() + (run.slot - col.offset));
-      filled = run.slot - col.offset + run.count;
+  const int64_t base = reduce_base_[c];
+  std::span<float> all;
+  if (base >= 0) {
+    all = std::span<float>(grads_.data(), static_cast<size_t>(grads_capacity_))
+              .subspan(static_cast<size_t>(base), n * cc);
+  } else {
+    all = slot.subspan(0, n * cc);
+    for (int r = 0; r < n; ++r) {
+      // One run at most (a reduce column stays in one bucket), at the
+      // chunk's start: a rank's real elements are a slot prefix.
+      std::span<float> chunk = all.subspan(r * cc, cc);
+      int64_t filled = 0;
+      for (const SlotRun& run : layout_.runs(r, col)) {
+        read_gradients({run.flat, run.count}, chunk.data() + (run.slot - col.offset));
+        filled = run.slot - col.offset + run.count;
+      }
+      std::fill(chunk.begin() + filled, chunk.end(), 0.0f);
     }
-    std::fill(chunk.begin() + filled, chunk.end(), 0.0f);
   }
   if (sc.pre != 1.0f) optim::scale_in_place(all, sc.pre);
   std::span<float> mine = all.subspan(rank() * cc, cc);
@@ -207,7 +243,7 @@ Status ShardedStrategy::after_backward(bool boundary) {
     // rest go now and all land before the engine reads the gradients.
     if (boundary && options_.reduce_scatter) {
       for (; pending_cols_ > 0; --pending_cols_)
-        ZT_RETURN_IF_ERROR(reduce_column(reduce_cols_[pending_cols_ - 1]));
+        ZT_RETURN_IF_ERROR(reduce_column(pending_cols_ - 1));
       ZT_RETURN_IF_ERROR(pipe_.drain());
       reduced_in_backward_ = true;
     }
@@ -219,7 +255,7 @@ Status ShardedStrategy::after_backward(bool boundary) {
     // down; then every bucket in flight must land before the model's
     // buffer is cleared for the next micro-step.
     for (; pending_cols_ > 0; --pending_cols_)
-      ZT_RETURN_IF_ERROR(reduce_column(reduce_cols_[pending_cols_ - 1]));
+      ZT_RETURN_IF_ERROR(reduce_column(pending_cols_ - 1));
     ZT_RETURN_IF_ERROR(pipe_.drain());
   } else {
     ZT_RETURN_IF_ERROR(allreduce_buckets());
@@ -233,7 +269,15 @@ Status ShardedStrategy::reduce_gradients() {
   ZT_RETURN_IF_ERROR(finish_gathers());
   if (options_.stage == 2) {  // reduced every micro-step
     if (grad_part16_.size() == 0) return Status();
-    ZT_RETURN_IF_ERROR(ensure_step_gradients());  // the fp32 view of the 16-bit sums
+    // The fp32 view of the 16-bit sums; the backward is over, so it may
+    // live in the model's idle activation memory.
+    if (owned_grads_.empty() && !options_.offload_optimizer) {
+      if (float* lent = options_.model->lend_activation_memory(own_count_)) {
+        owned_grads_ = {lent, static_cast<size_t>(own_count_)};
+        activations_lent_ = true;
+      }
+    }
+    ZT_RETURN_IF_ERROR(ensure_step_gradients());
     grad_part16_.read(0, owned_grads_.size(), owned_grads_.data());
     return Status();
   }
@@ -241,7 +285,7 @@ Status ShardedStrategy::reduce_gradients() {
     if (!options_.reduce_scatter) {
       ZT_RETURN_IF_ERROR(allreduce_buckets());
     } else {
-      for (const Range& col : reduce_cols_) ZT_RETURN_IF_ERROR(reduce_column(col));
+      for (size_t c = 0; c < reduce_cols_.size(); ++c) ZT_RETURN_IF_ERROR(reduce_column(c));
       ZT_RETURN_IF_ERROR(pipe_.drain());
     }
   }

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstring>
 #include <string>
+#include <utility>
 
 namespace zerotrain::zero {
 namespace {
@@ -119,8 +120,12 @@ Status ShardedStrategy::make_half_copy() {
   params_ = {};
   grads_ = {};
   if (options_.stage == 2) {
-    ZT_ASSIGN_OR_RETURN(stage2_grads_, zeroed(numel_));
-    grads_ = stage2_grads_.span();
+    // Past Ψ, a zeroed tail up to the padded slot space, so the last
+    // bucket's reduce-scatter can run in place (reduce_in_place below).
+    const int64_t padded = std::max(numel_, layout_.slots() * world());
+    ZT_ASSIGN_OR_RETURN(stage2_grads_, zeroed(padded));
+    grads_ = stage2_grads_.span().subspan(0, static_cast<size_t>(numel_));
+    grads_capacity_ = padded;
     m.set_gradients(grads_.data());
   }
   return Status();
@@ -146,6 +151,7 @@ StatusOr<std::unique_ptr<ShardedStrategy>> ShardedStrategy::create(const Sharded
   s->own_runs_ = s->layout_.runs(o.comm->rank(), {0, s->layout_.slots()});
   s->params_ = {o.model->parameters(), static_cast<size_t>(s->numel_)};
   s->grads_ = {o.model->gradients(), static_cast<size_t>(s->numel_)};
+  s->grads_capacity_ = s->numel_;
   if (n > 1) ZT_RETURN_IF_ERROR(o.comm->broadcast(s->params_, 0));
   ZT_RETURN_IF_ERROR(s->allocate_owned());
   // Every rank holds the same broadcast weights: the 16-bit copy rounds
@@ -153,8 +159,10 @@ StatusOr<std::unique_ptr<ShardedStrategy>> ShardedStrategy::create(const Sharded
   if (o.dtype != config::DType::kFp32) ZT_RETURN_IF_ERROR(s->make_half_copy());
   const int64_t q = s->layout_.slots();
   s->reduce_cols_ = s->layout_.reduce_columns(bucket_shard(o.reduce_bucket_size, n, q));
-  for (const Range& col : s->reduce_cols_)
+  for (const Range& col : s->reduce_cols_) {
     s->reduce_floor_.push_back(s->layout_.column_floor(col));
+    s->reduce_base_.push_back(s->in_place_base(col));
+  }
   s->gather_cols_ = contiguous_buckets({0, q}, bucket_shard(o.allgather_bucket_size, n, q));
   for (const Range& col : s->gather_cols_)
     s->gather_floor_.push_back(s->layout_.column_floor(col));
@@ -164,8 +172,15 @@ StatusOr<std::unique_ptr<ShardedStrategy>> ShardedStrategy::create(const Sharded
     return w;
   };
   int64_t staging = 0;
-  if (n > 1 && o.reduce_scatter) staging = n * widest(s->reduce_cols_);
-  if (n > 1 && o.allgather_partitions) staging = std::max(staging, n * widest(s->gather_cols_));
+  if (n > 1 && o.reduce_scatter) {
+    for (size_t c = 0; c < s->reduce_cols_.size(); ++c)
+      if (s->reduce_base_[c] < 0) staging = std::max(staging, n * s->reduce_cols_[c].count);
+  }
+  if (n > 1 && o.allgather_partitions) {
+    // In the compute copy's width: 16-bit columns take half the floats.
+    const int64_t es = s->half() ? 2 : 4;
+    staging = std::max(staging, (n * widest(s->gather_cols_) * es + 3) / 4);
+  }
   // A second slot only helps when there is a next bucket to fill.
   const size_t columns = std::max(o.reduce_scatter ? s->reduce_cols_.size() : 0,
                                   o.allgather_partitions ? s->gather_cols_.size() : 0);
@@ -314,10 +329,11 @@ void ShardedStrategy::zero_gradients() {
     half_->zero_gradients();
     if (options_.stage == 2) options_.model->zero_gradients();
     grad_part16_.fill_zero();
-    if (step_grads_.size() > 0) {
+    if (step_grads_.size() > 0 || activations_lent_) {
       step_grads_ = PartitionArray();
       owned_grads_ = {};
     }
+    if (std::exchange(activations_lent_, false)) options_.model->return_activation_memory();
   } else {
     options_.model->zero_gradients();
   }

@@ -50,7 +50,9 @@
 // reduce-scatters from it (fp32 on the wire) into a transient fp32 own
 // slice; stage 2 keeps its fp32 [Ψ] staging buffer for the backward and
 // accumulates the reduced partition in 16 bits. The engine's fp32 view of
-// the gradients is then transient, boundary step only (as stage 3's).
+// the gradients is then transient, boundary step only (as stage 3's); at
+// stage 2 without offload it lives in the model's idle activation memory
+// when that is large enough (GptModel::lend_activation_memory).
 //
 // Memory (model_state_bytes, device), |own| ≈ Ψ/N:
 //   fp32:      parameters 4Ψ (the model's buffer; its own slice is the
@@ -76,6 +78,7 @@
 // model's hooks (replacing any) when reduce_scatter is on. Thread-safety: as ZeroStrategy.
 #pragma once
 
+#include <algorithm>
 #include <memory>
 #include <vector>
 
@@ -143,15 +146,26 @@ class ShardedStrategy : public ZeroStrategy {
   // overlap_comm: all-gather columns that were still on the wire when
   // publish_parameters() returned and completed in the next forward.
   int64_t forward_gathered_columns() const { return forward_gathered_; }
+  // Reduce columns that reduce-scatter in place in the gradient buffer
+  // (stage 2, in_place_base), and the staging the pipeline holds.
+  size_t reduce_column_count() const { return reduce_cols_.size(); }
+  int64_t in_place_reduce_columns() const {
+    return std::count_if(reduce_base_.begin(), reduce_base_.end(),
+                         [](int64_t b) { return b >= 0; });
+  }
+  int64_t staging_bytes() const { return pipe_.bytes(); }
 
  private:
   explicit ShardedStrategy(const ShardedOptions& o) : options_(o) {}
   int world() const { return options_.comm->world_size(); }
   int rank() const { return options_.comm->rank(); }
-  // Reduction of slot range `col` (one bucket's, see shard_layout.h) of
-  // the model's gradients into the owned gradients (stage 1: overwrite,
-  // stage 2: add), through the pipeline.
-  Status reduce_column(Range col);
+  // Reduction of column c (slot range reduce_cols_[c], one bucket's, see
+  // shard_layout.h) of the model's gradients into the owned gradients
+  // (stage 1: overwrite, stage 2: add), through the pipeline.
+  Status reduce_column(size_t c);
+  // Where column col's chunks lie back to back in the gradient buffer
+  // (stage 2's in-place reduce-scatter), or -1 (sharded_reduce.cc).
+  int64_t in_place_base(Range col) const;
   // The reduced chunk `mine` of slot range `col` into the owned gradients.
   Status take_reduced(Range col, std::span<float> mine);
   // flat [src.offset, src.end()) of this micro-step's full gradients
@@ -193,6 +207,9 @@ class ShardedStrategy : public ZeroStrategy {
   tensor::AlignedBuffer<float> stage2_grads_;  // 16-bit stage 2: grads_'s memory
   PartitionArray grad_part16_;  // 16-bit stage 2: the accumulator [|own|]
   PartitionArray step_grads_;   // 16-bit: the transient fp32 own gradients
+  // 16-bit stage 2: owned_grads_ is in the model's lent activation memory
+  // (the boundary step's transient, after the backward) instead of step_grads_.
+  bool activations_lent_ = false;
   tensor::AlignedBuffer<float> allreduce_staging_;  // 16-bit stage 1, reduce_scatter false
   // Owned partition buffers: device (AlignedBuffer) or, with offload, host.
   std::vector<tensor::AlignedBuffer<float>> device_owned_;
@@ -203,6 +220,8 @@ class ShardedStrategy : public ZeroStrategy {
   std::vector<std::span<float>> state_spans_;
   std::vector<Range> reduce_cols_, gather_cols_;  // slot ranges
   std::vector<int64_t> reduce_floor_;  // column_floor of each reduce column
+  std::vector<int64_t> reduce_base_;   // in_place_base of each reduce column
+  int64_t grads_capacity_ = 0;  // floats at grads_.data(): Ψ, or stage 2's padded buffer
   std::vector<int64_t> gather_floor_;  // column_floor of each gather column
   // overlap_comm: the all-gather after the step runs under the next
   // forward; columns [0, gather_done_) have landed, [.., gather_next_)

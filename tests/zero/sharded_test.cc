@@ -152,9 +152,10 @@ TEST(Zero, BytesOnTheWireEqualTheFormula) {
 //     of every reduce bucket (3000 elements here, several) and keeps a
 //     master copy, 4·|own| gradients, 8·|own| Adam (4Ψ + 16Ψ/N,
 //     DeepSpeed's fp32 stage 2).
-// Buffers: the bucket staging, stage 2's fp32 [Ψ] backward buffer, and for
-// bf16 the pool of per-group fp32 expansions and gradient buffers (at most
-// two stages' groups at once, each counted twice at most: under 8Ψ).
+// Buffers: the bucket staging, stage 2's fp32 [Ψ] backward buffer (bf16:
+// padded to the slot space, a few floats), and for bf16 the pool of
+// per-group fp32 expansions and gradient buffers (at most two stages'
+// groups at once, each counted twice at most: under 8Ψ).
 TEST(Zero, ModelStateBytesFollowTheFormulas) {
   for (int stage : {1, 2})
     for (int n : {2, 4})
@@ -173,7 +174,16 @@ TEST(Zero, ModelStateBytesFollowTheFormulas) {
           EXPECT_EQ(b.gradients, stage == 1 ? e * psi : e * own);
           EXPECT_EQ(b.master_weights, bf16 || stage == 2 ? 4 * own : 0);
           EXPECT_EQ(b.optimizer_states, 8 * own);
-          const int64_t fixed = 4 * n * s + (stage == 2 ? 4 * psi : 0);
+          // Staging: stage 2 reduce-scatters every bucket in place in its
+          // fp32 backward buffer (whose tail past Ψ pads the last one), so
+          // it holds the all-gather's column only, in the compute width;
+          // stage 1 also a reduce column of fp32.
+          const int64_t s_reduce = bucket_shard(3000, n, shard_size(psi, n));
+          EXPECT_EQ(r.in_place_reduces, stage == 2 ? r.reduce_columns : 0);
+          EXPECT_GT(r.reduce_columns, 1);
+          const int64_t gather = (n * s * e + 3) / 4 * 4;
+          EXPECT_EQ(r.staging_bytes, stage == 2 ? gather : std::max(gather, 4 * n * s_reduce));
+          const int64_t fixed = r.staging_bytes + (stage == 2 ? 4 * psi : 0);
           if (bf16) {
             EXPECT_GT(b.buffers, fixed);
             EXPECT_LT(b.buffers, fixed + 8 * psi);

@@ -51,6 +51,7 @@ struct Result {
   ModelStateBytes host_bytes;    // engine memory().host_model_states
   int64_t numel = 0, own = 0, hook_flushes = 0;
   int64_t forward_gathers = 0;  // stages 1-2: all-gather columns completed under a forward
+  int64_t reduce_columns = 0, in_place_reduces = 0, staging_bytes = 0;  // stages 1-2
   CoordinatorStats stage3;  // stage 3: gathers, prefetches, live high-water mark
 };
 
@@ -108,6 +109,9 @@ inline void train_rank(comm::Communicator& c, const Job& j, Result* out) {
     out->own = z->owned_count();
     out->hook_flushes = z->hook_flushed_columns();
     out->forward_gathers = z->forward_gathered_columns();
+    out->reduce_columns = static_cast<int64_t>(z->reduce_column_count());
+    out->in_place_reduces = z->in_place_reduce_columns();
+    out->staging_bytes = z->staging_bytes();
   }
 }
 
