@@ -22,10 +22,11 @@ int64_t Activations::plan(const GptConfig& cfg, int64_t B, int64_t T, bool att_l
   for (LayerActivations& l : layers) {
     take(&l.ln1_mean, BT);
     take(&l.ln1_rstd, BT);
-    take(&l.qkv, BT * 3 * C);
     if (bf16) {
+      take16(&l.qkv16, BT * 3 * C);
       take16(&l.atty16, BT * C);
     } else {
+      take(&l.qkv, BT * 3 * C);
       take(&l.atty, BT * C);
     }
     take(&l.att, B * cfg.n_head * T * (att_lse ? 1 : T));
@@ -60,6 +61,7 @@ int64_t Activations::plan(const GptConfig& cfg, int64_t B, int64_t T, bool att_l
   take(&dfch_gelu, BT * 4 * C);
   if (bf16) {
     for (LayerActivations& l : layers) {
+      l.qkv = dqkv;
       l.atty = datty;
       l.fch = dfch_gelu;
     }

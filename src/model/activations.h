@@ -26,13 +26,15 @@ namespace zerotrain::model {
 // the GEMMs, bit-identical to the forward's values, and 6·B·T·C floats a
 // layer less (a quarter of gpt2-5m's activations).
 //
-// With bf16 (GptModel's bf16_compute) the two GEMM outputs that only feed
-// a bf16 operand or an elementwise op are saved in bf16, as autocast keeps
-// them: atty16 (c_proj's input, the bits the GEMM reads anyway) and fch16
+// With bf16 (GptModel's bf16_compute) the block's GEMM outputs that feed a
+// bf16 operand, an elementwise op or the attention are saved in bf16, as
+// autocast keeps them: qkv16 (the attention runs at the rounded values),
+// atty16 (c_proj's input, the bits the GEMM reads anyway) and fch16
 // (gelu's input; gelu and its backward run at the rounded value). Their
-// fp32 forms are then transient: atty and fch point at the backward's
-// datty and dfch_gelu scratch (idle during the forward) for every layer.
-// 5·B·T·C floats a layer less, and the backward reads bf16 operands
+// fp32 forms are then transient, in backward scratch that is idle during
+// the forward, for every layer: qkv in dqkv, atty in datty, fch in
+// dfch_gelu (the backward widens qkv16 into dfch_gelu, free by then).
+// 8·B·T·C floats a layer less, and the backward reads bf16 operands
 // without a rounding pass.
 struct LayerActivations {
   float* ln1_mean;  // [B,T]
@@ -46,6 +48,7 @@ struct LayerActivations {
   float* ln2_rstd;  // [B,T]
   float* fch;       // [B,T,4C] c_fc output (gelu input)
   float* res3;      // [B,T,C] block output
+  uint16_t* qkv16 = nullptr;   // [B,T,3C] bf16 bits (bf16 only)
   uint16_t* atty16 = nullptr;  // [B,T,C] bf16 bits (bf16 only)
   uint16_t* fch16 = nullptr;   // [B,T,4C] bf16 bits (bf16 only)
 };

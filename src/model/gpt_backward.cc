@@ -64,10 +64,11 @@ Status GptModel::backward_block(int64_t l) {
   ZT_RETURN_IF_ERROR(linear_bwd(s.datty, dw(kAttnProjWeight), dw(kAttnProjBias), s.dres,
                                 attention_operand(a, /*forward=*/false), w(kAttnProjWeight), C, C,
                                 /*dinp_accumulate=*/false));
+  const float* qkv = attention_input(a, /*forward=*/false);
   zero(s.dqkv, BT * 3 * C);
   ZT_RETURN_IF_ERROR(options_.recompute_attention
-                         ? kc::attention_backward_lse(s.dqkv, s.datty, a.qkv, a.att, B, T, C, NH)
-                         : kc::attention_backward(s.dqkv, s.datty, a.qkv, a.att, B, T, C, NH));
+                         ? kc::attention_backward_lse(s.dqkv, s.datty, qkv, a.att, B, T, C, NH)
+                         : kc::attention_backward(s.dqkv, s.datty, qkv, a.att, B, T, C, NH));
   const Operand ln1 = layernorm_operand(x, a.ln1_mean, a.ln1_rstd, w(kLn1Weight), w(kLn1Bias));
   ZT_RETURN_IF_ERROR(linear_bwd(s.dln, dw(kAttnWeight), dw(kAttnBias), s.dqkv, ln1,
                                 w(kAttnWeight), C, 3 * C, /*dinp_accumulate=*/false));

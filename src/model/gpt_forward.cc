@@ -27,9 +27,10 @@ Status GptModel::forward_block(int64_t l) {
   ZT_RETURN_IF_ERROR(
       linear_fwd(a.qkv, layernorm_operand(x, a.ln1_mean, a.ln1_rstd, w(kLn1Weight), w(kLn1Bias)),
                  w(kAttnWeight), w(kAttnBias), C, 3 * C));
+  const float* qkv = attention_input(a, /*forward=*/true);
   ZT_RETURN_IF_ERROR(options_.recompute_attention
-                         ? kc::attention_forward_lse(a.atty, a.att, a.qkv, B, T, C, NH)
-                         : kc::attention_forward(a.atty, a.att, a.qkv, B, T, C, NH));
+                         ? kc::attention_forward_lse(a.atty, a.att, qkv, B, T, C, NH)
+                         : kc::attention_forward(a.atty, a.att, qkv, B, T, C, NH));
   ZT_RETURN_IF_ERROR(linear_fwd(acts_.proj, attention_operand(a, /*forward=*/true),
                                 w(kAttnProjWeight), w(kAttnProjBias), C, C));
   kc::residual_forward(a.res2, x, acts_.proj, B * T * C);

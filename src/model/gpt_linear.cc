@@ -84,6 +84,20 @@ GptModel::Operand GptModel::attention_operand(const LayerActivations& a, bool fo
   return a.atty16;
 }
 
+const float* GptModel::attention_input(const LayerActivations& a, bool forward) {
+  if (!options_.bf16_compute) return a.qkv;
+  const int64_t n = B_ * T_ * 3 * cfg_.n_embd;
+  constexpr int64_t kChunk = 1 << 16;
+  float* wide = forward ? a.qkv : acts_.dfch_gelu;
+#pragma omp parallel for schedule(static)
+  for (int64_t i = 0; i < n; i += kChunk) {
+    const int64_t len = std::min(kChunk, n - i);
+    if (forward) kc::bf16_from_float_array(a.qkv16 + i, a.qkv + i, len);
+    kc::float_from_bf16_array(wide + i, a.qkv16 + i, len);
+  }
+  return wide;
+}
+
 GptModel::Operand GptModel::gelu_backward_operand(const LayerActivations& a) {
   const int64_t n = B_ * T_ * 4 * cfg_.n_embd;
   if (!options_.bf16_compute) {
