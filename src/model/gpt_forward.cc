@@ -23,22 +23,23 @@ Status GptModel::forward_block(int64_t l) {
   const LayerActivations& a = acts_.layers[static_cast<size_t>(l)];
   const float* x = l == 0 ? acts_.encoded : acts_.layers[static_cast<size_t>(l) - 1].res3;
   auto w = [&](int slot) { return p(layout_.block_tensor(l, slot)); };
+  auto wt = [&](int slot) -> const TensorInfo& { return layout_.block_tensor(l, slot); };
 
   ZT_RETURN_IF_ERROR(
       linear_fwd(a.qkv, layernorm_operand(x, a.ln1_mean, a.ln1_rstd, w(kLn1Weight), w(kLn1Bias)),
-                 w(kAttnWeight), w(kAttnBias), C, 3 * C));
+                 wt(kAttnWeight), w(kAttnBias), C, 3 * C));
   const float* qkv = attention_input(a, /*forward=*/true);
   ZT_RETURN_IF_ERROR(options_.recompute_attention
                          ? kc::attention_forward_lse(a.atty, a.att, qkv, B, T, C, NH)
                          : kc::attention_forward(a.atty, a.att, qkv, B, T, C, NH));
   ZT_RETURN_IF_ERROR(linear_fwd(acts_.proj, attention_operand(a, /*forward=*/true),
-                                w(kAttnProjWeight), w(kAttnProjBias), C, C));
+                                wt(kAttnProjWeight), w(kAttnProjBias), C, C));
   kc::residual_forward(a.res2, x, acts_.proj, B * T * C);
   ZT_RETURN_IF_ERROR(linear_fwd(
       a.fch, layernorm_operand(a.res2, a.ln2_mean, a.ln2_rstd, w(kLn2Weight), w(kLn2Bias)),
-      w(kFcWeight), w(kFcBias), C, 4 * C));
+      wt(kFcWeight), w(kFcBias), C, 4 * C));
   ZT_RETURN_IF_ERROR(linear_fwd(acts_.proj, gelu_operand(a, /*recompute=*/false),
-                                w(kFcProjWeight), w(kFcProjBias), 4 * C, C));
+                                wt(kFcProjWeight), w(kFcProjBias), 4 * C, C));
   kc::residual_forward(a.res3, a.res2, acts_.proj, B * T * C);
   return ok_status();
 }

@@ -41,21 +41,28 @@ const float* GptModel::as_f32(Operand x) {
   return x.f32;
 }
 
-Status GptModel::linear_fwd(float* out, Operand inp, const float* w, const float* b, int64_t C,
-                            int64_t OC) {
-  if (!options_.bf16_compute) return kc::linear_forward(out, as_f32(inp), w, b, B_, T_, C, OC);
-  const kc::Bf16Bits* w16 = to_bf16(w16_, w, OC * C);
+const kc::Bf16Bits* GptModel::weight_bf16(const TensorInfo& t) {
+  if (const kc::Bf16Bits* view = param16_base_[t.group]) {
+    return view + (t.offset - layout_.groups()[t.group].offset);
+  }
+  return to_bf16(w16_, p(t), t.numel);
+}
+
+Status GptModel::linear_fwd(float* out, Operand inp, const TensorInfo& w, const float* b,
+                            int64_t C, int64_t OC) {
+  if (!options_.bf16_compute) return kc::linear_forward(out, as_f32(inp), p(w), b, B_, T_, C, OC);
+  const kc::Bf16Bits* w16 = weight_bf16(w);
   const kc::Bf16Bits* x16 = as_bf16(inp, x16_, B_ * T_ * C);
   return kc::linear_forward_bf16(out, x16, w16, b, B_, T_, C, OC);
 }
 
 Status GptModel::linear_bwd(float* dinp, float* dw, float* db, Operand dout, Operand inp,
-                            const float* w, int64_t C, int64_t OC, bool dinp_accumulate) {
+                            const TensorInfo& w, int64_t C, int64_t OC, bool dinp_accumulate) {
   if (!options_.bf16_compute) {
-    return kc::linear_backward(dinp, dw, db, as_f32(dout), as_f32(inp), w, B_, T_, C, OC,
+    return kc::linear_backward(dinp, dw, db, as_f32(dout), as_f32(inp), p(w), B_, T_, C, OC,
                                dinp_accumulate);
   }
-  const kc::Bf16Bits* w16 = to_bf16(w16_, w, OC * C);
+  const kc::Bf16Bits* w16 = weight_bf16(w);
   const kc::Bf16Bits* x16 = as_bf16(inp, x16_, B_ * T_ * C);
   const kc::Bf16Bits* d16 = as_bf16(dout, d16_, B_ * T_ * OC);
   return kc::linear_backward_bf16(dinp, dw, db, d16, x16, w16, B_, T_, C, OC, dinp_accumulate);
@@ -124,9 +131,7 @@ GptModel::Operand GptModel::gelu_operand(const LayerActivations& a, bool recompu
 }
 
 void GptModel::prepare_head() {
-  if (options_.bf16_compute) {
-    to_bf16(w16_, p(layout_.wte()), cfg_.padded_vocab * cfg_.n_embd);
-  }
+  if (options_.bf16_compute) head_w16_ = weight_bf16(layout_.wte());
 }
 
 GptModel::Operand GptModel::head_operand(const float* lnf, int64_t rows) {
@@ -139,9 +144,8 @@ Status GptModel::head_fwd(float* logits, Operand lnf, int64_t rows) {
   if (!options_.bf16_compute) {
     return kc::linear_forward(logits, as_f32(lnf), p(layout_.wte()), nullptr, 1, rows, C, Vp);
   }
-  const auto* w16 = reinterpret_cast<const kc::Bf16Bits*>(w16_.data());  // prepare_head's
-  return kc::linear_forward_bf16(logits, as_bf16(lnf, x16_, rows * C), w16, nullptr, 1, rows, C,
-                                 Vp);
+  return kc::linear_forward_bf16(logits, as_bf16(lnf, x16_, rows * C), head_w16_, nullptr, 1, rows,
+                                 C, Vp);
 }
 
 Status GptModel::head_bwd(float* dln, float* dwte, Operand dlogits, Operand lnf, int64_t rows) {
@@ -150,9 +154,8 @@ Status GptModel::head_bwd(float* dln, float* dwte, Operand dlogits, Operand lnf,
     return kc::linear_backward(dln, dwte, nullptr, as_f32(dlogits), as_f32(lnf), p(layout_.wte()),
                                1, rows, C, Vp);
   }
-  const auto* w16 = reinterpret_cast<const kc::Bf16Bits*>(w16_.data());
   return kc::linear_backward_bf16(dln, dwte, nullptr, as_bf16(dlogits, d16_, rows * Vp),
-                                  as_bf16(lnf, x16_, rows * C), w16, 1, rows, C, Vp);
+                                  as_bf16(lnf, x16_, rows * C), head_w16_, 1, rows, C, Vp);
 }
 
 }  // namespace zerotrain::model

@@ -38,7 +38,8 @@ GptModel::GptModel(const GptConfig& cfg, const GptModelOptions& options)
       options_(options),
       layout_(cfg),
       param_base_(static_cast<size_t>(layout_.num_groups()), nullptr),
-      grad_base_(static_cast<size_t>(layout_.num_groups()), nullptr) {}
+      grad_base_(static_cast<size_t>(layout_.num_groups()), nullptr),
+      param16_base_(static_cast<size_t>(layout_.num_groups()), nullptr) {}
 
 StatusOr<GptModel> GptModel::create(const GptConfig& cfg, const GptModelOptions& options) {
   ZT_RETURN_IF_ERROR(validate(cfg));
@@ -105,6 +106,23 @@ void GptModel::set_group_gradients(int g, float* base) {
   ZT_CHECK(g >= 0 && g < num_groups(), "group ", g, " out of range");
   grad_base_[g] = base;
   flat_grads_ = nullptr;
+}
+
+Status GptModel::set_group_parameters_bf16(int g, const kernels::cpu::Bf16Bits* base) {
+  ZT_CHECK(g >= 0 && g < num_groups(), "group ", g, " out of range");
+  if (!options_.bf16_compute)
+    return invalid_argument("set_group_parameters_bf16: the model was made without bf16_compute");
+  param16_base_[g] = base;
+  const bool all = std::all_of(param16_base_.begin(), param16_base_.end(),
+                               [](const kernels::cpu::Bf16Bits* b) { return b != nullptr; });
+  if (all) {
+    w16_ = {};  // every GEMM weight has its view
+  } else if (w16_.empty()) {
+    const int64_t C = cfg_.n_embd, wide = std::max(cfg_.padded_vocab, 4 * C);
+    ZT_ASSIGN_OR_RETURN(w16_, tensor::AlignedBuffer<tensor::BFloat16>::allocate(
+                                  static_cast<size_t>(wide * C)));
+  }
+  return ok_status();
 }
 
 void GptModel::release_owned_buffers() {

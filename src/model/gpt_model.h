@@ -137,6 +137,7 @@ class GptModel {
   static StatusOr<GptModel> create(const GptConfig& cfg, const GptModelOptions& options = {});
 
   const GptConfig& config() const { return cfg_; }
+  bool bf16_compute() const { return options_.bf16_compute; }
   const ParamLayout& layout() const { return layout_; }
   int num_groups() const { return layout_.num_groups(); }
 
@@ -151,6 +152,13 @@ class GptModel {
   void set_gradients(float* flat);
   void set_group_parameters(int g, float* base);
   void set_group_gradients(int g, float* base);
+  // bf16_compute: group g's parameters also as bf16 bits (the same values
+  // as its fp32 binding, which a 16-bit compute copy holds anyway): the
+  // GEMMs read their weights there instead of rounding the fp32 ones at
+  // every call. nullptr unbinds. Once every group has a view the weight
+  // scratch is freed (and reallocated if one is unbound); InvalidArgument
+  // without bf16_compute, Internal if that allocation fails.
+  Status set_group_parameters_bf16(int g, const kernels::cpu::Bf16Bits* base);
   void set_hooks(GroupHooks hooks) { hooks_ = std::move(hooks); }
   // Frees the buffers the model allocated (own_parameters/own_gradients)
   // and unbinds every group: ZeRO-3 keeps only partitions and binds group
@@ -221,11 +229,14 @@ class GptModel {
   };
   // The linear layer of the current (B_, T_), fp32 or bf16 per options; a
   // bf16 path's fp32 operand is rounded into the operand scratch first.
-  Status linear_fwd(float* out, Operand inp, const float* w, const float* b, int64_t C,
+  Status linear_fwd(float* out, Operand inp, const TensorInfo& w, const float* b, int64_t C,
                     int64_t OC);
   // dinp_accumulate false: dinp is overwritten (a fresh scratch, not zeroed).
-  Status linear_bwd(float* dinp, float* dw, float* db, Operand dout, Operand inp, const float* w,
-                    int64_t C, int64_t OC, bool dinp_accumulate = true);
+  Status linear_bwd(float* dinp, float* dw, float* db, Operand dout, Operand inp,
+                    const TensorInfo& w, int64_t C, int64_t OC, bool dinp_accumulate = true);
+  // Weight tensor t as a bf16 GEMM operand: its group's bf16 view, or its
+  // fp32 values rounded into the weight scratch.
+  const kernels::cpu::Bf16Bits* weight_bf16(const TensorInfo& t);
   // ln(x) with the row statistics into mean/rstd, as the next GEMM's
   // operand: fp32 in acts_.ln, or bf16 straight into the input scratch.
   Operand layernorm_operand(const float* x, float* mean, float* rstd, const float* w,
@@ -270,6 +281,8 @@ class GptModel {
   float* flat_params_ = nullptr;
   float* flat_grads_ = nullptr;
   std::vector<float*> param_base_, grad_base_;  // [num_groups]
+  std::vector<const kernels::cpu::Bf16Bits*> param16_base_;  // [num_groups], bf16 views
+  const kernels::cpu::Bf16Bits* head_w16_ = nullptr;  // wte in bf16 for this pass's head
   GroupHooks hooks_;
   Activations acts_;
   std::vector<int32_t> tokens_, targets_;  // [B*T] of the current pass

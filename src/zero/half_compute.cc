@@ -34,11 +34,23 @@ StatusOr<std::unique_ptr<HalfComputeCopy>> HalfComputeCopy::create(
   h->expanded_.resize(static_cast<size_t>(m.num_groups()));
   h->grad_buffers_.resize(static_cast<size_t>(m.num_groups()));
   m.release_owned_buffers();
+  // The bf16 copy is what the model's bf16 GEMMs would round their fp32
+  // expansions back to: they read it directly (and the model frees its
+  // weight scratch).
+  if (o.dtype == tensor::DType::kBFloat16 && m.bf16_compute()) {
+    for (const auto& g : m.layout().groups()) {
+      ZT_RETURN_IF_ERROR(m.set_group_parameters_bf16(
+          g.index, reinterpret_cast<const uint16_t*>(h->params_.at(static_cast<size_t>(g.offset)))));
+    }
+    h->bf16_views_ = true;
+  }
   return h;
 }
 
 HalfComputeCopy::~HalfComputeCopy() {
   model::GptModel& m = *options_.model;
+  for (int g = 0; g < m.num_groups() && bf16_views_; ++g)
+    (void)m.set_group_parameters_bf16(g, nullptr);  // a failed scratch allocation shows at use
   for (int g = 0; g < m.num_groups(); ++g) {
     if (!expanded_[static_cast<size_t>(g)].empty()) m.set_group_parameters(g, nullptr);
     if (!grad_buffers_[static_cast<size_t>(g)].empty()) m.set_group_gradients(g, nullptr);

@@ -21,6 +21,9 @@
 //   hooks: h->before_forward(s) / after_forward(s) / before_backward(s) / after_backward(s)
 //   after the optimizer: h->release_all(); h->parameters().write(off, new_weights);
 //
+// For bf16 with a bf16_compute model, create() also binds the 16-bit copy
+// as the model's bf16 parameter view (set_group_parameters_bf16), so its
+// GEMMs read the weights there instead of re-rounding the expansions.
 // create() frees the model's own flat buffers (the strategy owns every
 // copy from then on). Thread-safety: one owner (the compute thread).
 #pragma once
@@ -83,6 +86,7 @@ class HalfComputeCopy : private GatherBackend {
   ParamCoordinator coordinator_;
   BufferPool pool_;
   std::vector<BufferPool::Buffer> expanded_, grad_buffers_;  // [num_groups] fp32
+  bool bf16_views_ = false;  // the model's GEMMs read params_ directly (bf16)
 };
 
 }  // namespace zerotrain::zero

@@ -83,5 +83,45 @@ TEST(GptModelBf16, TrainsLikeFp32AndAccountsItsScratch) {
   EXPECT_LT(bf16, fp32);
 }
 
+// bf16 parameter views: GEMMs reading a bound bf16 copy of the weights
+// give the same loss and gradients bit for bit as rounding the fp32
+// weights per call (the copy holds those rounded values, and the fp32
+// binding holds them widened, as a 16-bit compute copy's expansion does);
+// the weight scratch is freed once every group has a view and comes back
+// when one is unbound; a model without bf16_compute refuses a view.
+TEST(GptModelBf16, ParameterViewsEqualRoundingPerCall) {
+  const std::vector<int32_t> tok = random_tokens(B * T, 23, 41), tgt = random_tokens(B * T, 23, 42);
+  GptModel m = make(true);
+  m.init_parameters(5);
+  const int64_t n = m.layout().total_numel();
+  // fp32 weights that are exactly bf16 values, and their bits.
+  std::vector<kernels::cpu::Bf16Bits> bits(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) {
+    bits[i] = kernels::cpu::bf16_from_float(m.parameters()[i]);
+    m.parameters()[i] = kernels::cpu::float_from_bf16(bits[i]);
+  }
+  auto run = [&]() {
+    m.zero_gradients();
+    StatusOr<float> l = m.forward(tok.data(), tgt.data(), B, T);
+    ZT_CHECK(l.ok(), l.status().to_string());
+    ZT_CHECK(m.backward().ok(), "backward");
+    std::vector<float> out(m.gradients(), m.gradients() + n);
+    out.push_back(*l);
+    return out;
+  };
+  const std::vector<float> per_call = run();
+  const int64_t with_scratch = m.memory().activation_bytes;
+  for (const GroupInfo& g : m.layout().groups())
+    ASSERT_TRUE(m.set_group_parameters_bf16(g.index, bits.data() + g.offset).ok());
+  // Weight scratch: max(Vp, 4C)·C bf16 elements.
+  EXPECT_EQ(with_scratch - m.memory().activation_bytes, 2 * 64 * 16);
+  EXPECT_EQ(run(), per_call);
+  ASSERT_TRUE(m.set_group_parameters_bf16(1, nullptr).ok());  // one group rounds per call again
+  EXPECT_EQ(m.memory().activation_bytes, with_scratch);
+  EXPECT_EQ(run(), per_call);
+  GptModel fp32 = make(false);
+  EXPECT_FALSE(fp32.set_group_parameters_bf16(0, bits.data()).ok());
+}
+
 }  // namespace
 }  // namespace zerotrain::model
