@@ -85,13 +85,25 @@ Status Stage3Strategy::reduce_group(int g) {
 }
 
 // Column `col` (chunk-relative) of every rank's chunk of list l into one
-// staging bucket, reduce-scattered into this rank's piece of it.
+// staging bucket, reduce-scattered into this rank's piece of it. At world
+// size 1 the column goes straight from the full buffer into the partition.
 Status Stage3Strategy::reduce_column(int g, const CompactList& l, Range col) {
   const int n = world();
+  const float* full = reinterpret_cast<const float*>(buffers_[static_cast<size_t>(g)].grads.data());
+  if (n == 1) {  // nothing to reduce and no scaling: added straight from the full buffer
+    const int64_t base = layout_.group(g).offset;
+    for (const Piece& piece : l.mine) {
+      const int64_t lo = std::max(piece.compact, col.offset);
+      const int64_t hi = std::min(piece.compact + piece.count, col.end());
+      if (lo < hi)
+        grads_.add(static_cast<size_t>(piece.owned + (lo - piece.compact)),
+                   {full + (piece.flat + (lo - piece.compact) - base), static_cast<size_t>(hi - lo)});
+    }
+    return Status();
+  }
   const auto cc = static_cast<size_t>(col.count);
   ZT_ASSIGN_OR_RETURN(BufferPool::Buffer staging, pool_.acquire(n * cc * sizeof(float)));
   float* all = reinterpret_cast<float*>(staging.data());
-  const float* full = reinterpret_cast<const float*>(buffers_[static_cast<size_t>(g)].grads.data());
   for (int r = 0; r < n; ++r)
     copy_compact(l, layout_.group(g).offset, full, r * l.chunk + col.offset, col.count,
                  all + r * cc);

@@ -136,7 +136,8 @@ void Stage3Strategy::install_hooks() {
 // of a staging buffer of all N chunks, then the all-gather in place.
 Status Stage3Strategy::issue_gather(int g, BufferPool::Buffer* staging, comm::WorkPtr* work) {
   const CompactList& l = layout_.group(g).gathered;
-  if (l.count == 0) return Status();
+  // One rank owns it all: unpack_gather reads the partition itself.
+  if (l.count == 0 || world() == 1) return Status();
   const size_t es = tensor::dtype_size(param_dtype_);
   const auto chunk = static_cast<size_t>(l.chunk);
   ZT_ASSIGN_OR_RETURN(*staging, pool_.acquire(static_cast<size_t>(l.padded()) * es));
@@ -148,7 +149,6 @@ Status Stage3Strategy::issue_gather(int g, BufferPool::Buffer* staging, comm::Wo
     filled = static_cast<size_t>(p.compact + p.count);
   }
   std::memset(mine + filled * es, 0, (chunk - filled) * es);  // padding
-  if (world() == 1) return Status();
   *work = options_.comm->allgather_async(std::span<const std::byte>(mine, chunk * es),
                                          std::span<std::byte>(staging->data(), staging->size()));
   if (options_.overlap_comm) return Status();
@@ -161,11 +161,16 @@ Status Stage3Strategy::issue_gather(int g, BufferPool::Buffer* staging, comm::Wo
 void Stage3Strategy::unpack_gather(int g, const std::byte* staging, float* dst) {
   const GroupPlan& plan = layout_.group(g);
   const size_t es = tensor::dtype_size(param_dtype_);
-  if (staging != nullptr)
+  if (staging != nullptr) {
     for_each_extent(plan.gathered, [&](int64_t f, int64_t c, int64_t cnt) {
       to_fp32(param_dtype_, staging + static_cast<size_t>(c) * es, static_cast<size_t>(cnt),
               dst + (f - plan.offset));
     });
+  } else if (world() == 1) {  // no staging copy: this rank's pieces are the whole list
+    for (const Piece& p : plan.gathered.mine)
+      to_fp32(param_dtype_, params_->at(static_cast<size_t>(p.owned)), static_cast<size_t>(p.count),
+              dst + (p.flat - plan.offset));
+  }
   unpack_list(plan.persistent, plan.offset, persistent_.data() + plan.persistent_offset, dst);
 }
 
