@@ -6,7 +6,6 @@
 
 #include "kernels/cpu/ops.h"
 #include "model/gpt_model.h"
-#include "tensor/convert.h"
 
 namespace zerotrain::model {
 
@@ -14,19 +13,23 @@ namespace kc = kernels::cpu;
 
 namespace {
 
-// dst = bf16(src), round to nearest even, in parallel 64 Ki-element chunks.
+// fn(begin, count) over [0, n) in 64 Ki-element blocks, in parallel: a
+// block's conversions stay in cache.
+template <typename Fn>
+void for_blocks(int64_t n, Fn&& fn) {
+  constexpr int64_t kBlock = 1 << 16;
+#pragma omp parallel for schedule(static)
+  for (int64_t i = 0; i < n; i += kBlock) fn(i, std::min(kBlock, n - i));
+}
+
+// dst = bf16(src), round to nearest even.
 const kc::Bf16Bits* to_bf16(tensor::AlignedBuffer<tensor::BFloat16>& dst, const float* src,
                             int64_t n) {
   ZT_CHECK(static_cast<size_t>(n) <= dst.size(), "bf16 scratch too small: ", n, " > ", dst.size());
-  constexpr int64_t kChunk = 1 << 16;
-  tensor::BFloat16* out = dst.data();
-#pragma omp parallel for schedule(static)
-  for (int64_t i = 0; i < n; i += kChunk) {
-    const size_t len = static_cast<size_t>(std::min(kChunk, n - i));
-    tensor::fp32_to_bf16({src + i, len}, {out + i, len});
-  }
   // BFloat16 is a standard-layout wrapper of its uint16_t bits.
-  return reinterpret_cast<const kc::Bf16Bits*>(out);
+  auto* out = reinterpret_cast<kc::Bf16Bits*>(dst.data());
+  for_blocks(n, [&](int64_t i, int64_t len) { kc::bf16_from_float_array(out + i, src + i, len); });
+  return out;
 }
 
 }  // namespace
@@ -81,27 +84,20 @@ GptModel::Operand GptModel::layernorm_operand(const float* x, float* mean, float
 GptModel::Operand GptModel::attention_operand(const LayerActivations& a, bool forward) {
   if (!options_.bf16_compute) return a.atty;
   if (forward) {
-    const int64_t n = B_ * T_ * cfg_.n_embd;
-    constexpr int64_t kChunk = 1 << 16;
-#pragma omp parallel for schedule(static)
-    for (int64_t i = 0; i < n; i += kChunk) {
-      kc::bf16_from_float_array(a.atty16 + i, a.atty + i, std::min(kChunk, n - i));
-    }
+    for_blocks(B_ * T_ * cfg_.n_embd, [&](int64_t i, int64_t len) {
+      kc::bf16_from_float_array(a.atty16 + i, a.atty + i, len);
+    });
   }
   return a.atty16;
 }
 
 const float* GptModel::attention_input(const LayerActivations& a, bool forward) {
   if (!options_.bf16_compute) return a.qkv;
-  const int64_t n = B_ * T_ * 3 * cfg_.n_embd;
-  constexpr int64_t kChunk = 1 << 16;
   float* wide = forward ? a.qkv : acts_.dfch_gelu;
-#pragma omp parallel for schedule(static)
-  for (int64_t i = 0; i < n; i += kChunk) {
-    const int64_t len = std::min(kChunk, n - i);
+  for_blocks(B_ * T_ * 3 * cfg_.n_embd, [&](int64_t i, int64_t len) {
     if (forward) kc::bf16_from_float_array(a.qkv16 + i, a.qkv + i, len);
     kc::float_from_bf16_array(wide + i, a.qkv16 + i, len);
-  }
+  });
   return wide;
 }
 
