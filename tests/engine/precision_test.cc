@@ -148,6 +148,33 @@ TEST(EnginePrecision, Bf16CheckGradOverflowSkips) {
   EXPECT_EQ(r.engine->skipped_steps(), 1);
 }
 
+// bf16 stage 0's boundary step: the fp32 copy of the 16-bit gradient sums
+// (Ψ floats, for the all-reduce and the optimizer) is placed in the model's
+// activation memory, idle after the backward, when that holds Ψ floats;
+// the values are the accumulator's either way, a forward is refused while
+// it is lent, and zero_gradients() returns it.
+TEST(EnginePrecision, Bf16StageZeroPutsTheGradientCopyInIdleActivations) {
+  Rig r(R"("bf16": {"enabled": true})");
+  const auto n = static_cast<size_t>(r.model.layout().total_numel());
+  const bool fits = r.model.memory().activation_bytes >= static_cast<int64_t>(n * sizeof(float));
+  EXPECT_TRUE(fits) << "micro model at B 2 x T 16: the activations hold Ψ floats";
+  const auto x = tokens(B * T, 3), y = tokens(B * T, 1003);
+  ASSERT_TRUE(r.engine->forward(x.data(), y.data(), B, T).ok());
+  ASSERT_TRUE(r.engine->backward().ok());
+  ZeroStrategy& st = r.engine->strategy();
+  ASSERT_TRUE(st.reduce_gradients().ok());  // world size 1: the copy alone
+  EXPECT_EQ(r.model.activation_memory_lent(), fits);
+  std::vector<float> sums(n);
+  r.accumulator().read(0, n, sums.data());
+  const std::span<float> g = st.owned_gradients();
+  ASSERT_EQ(g.size(), n);
+  EXPECT_TRUE(std::equal(g.begin(), g.end(), sums.begin()));
+  EXPECT_FALSE(r.engine->forward(x.data(), y.data(), B, T).ok()) << "activations lent out";
+  st.zero_gradients();
+  EXPECT_FALSE(r.model.activation_memory_lent());
+  ASSERT_TRUE(r.engine->forward(x.data(), y.data(), B, T).ok());
+}
+
 TEST(EnginePrecision, RoundToMatchesScalarConversions) {
   std::vector<float> x(10000);
   for (size_t i = 0; i < x.size(); ++i) x[i] = std::sin(0.37 * i) * std::pow(10.0f, int(i % 9) - 4);
