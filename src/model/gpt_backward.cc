@@ -37,7 +37,7 @@ Status GptModel::backward_head() {
 }
 
 Status GptModel::backward_block(int64_t l) {
-  const int64_t B = B_, T = T_, C = cfg_.n_embd, NH = cfg_.n_head, BT = B_ * T_;
+  const int64_t B = B_, T = T_, C = cfg_.n_embd, BT = B_ * T_;
   const LayerActivations& a = acts_.layers[static_cast<size_t>(l)];
   const float* x = l == 0 ? acts_.encoded : acts_.layers[static_cast<size_t>(l) - 1].res3;
   auto w = [&](int slot) { return p(layout_.block_tensor(l, slot)); };
@@ -65,11 +65,8 @@ Status GptModel::backward_block(int64_t l) {
   ZT_RETURN_IF_ERROR(linear_bwd(s.datty, dw(kAttnProjWeight), dw(kAttnProjBias), s.dres,
                                 attention_operand(a, /*forward=*/false), wt(kAttnProjWeight), C, C,
                                 /*dinp_accumulate=*/false));
-  const float* qkv = attention_input(a, /*forward=*/false);
   zero(s.dqkv, BT * 3 * C);
-  ZT_RETURN_IF_ERROR(options_.recompute_attention
-                         ? kc::attention_backward_lse(s.dqkv, s.datty, qkv, a.att, B, T, C, NH)
-                         : kc::attention_backward(s.dqkv, s.datty, qkv, a.att, B, T, C, NH));
+  ZT_RETURN_IF_ERROR(attention_bwd(a));
   const Operand ln1 = layernorm_operand(x, a.ln1_mean, a.ln1_rstd, w(kLn1Weight), w(kLn1Bias));
   ZT_RETURN_IF_ERROR(linear_bwd(s.dln, dw(kAttnWeight), dw(kAttnBias), s.dqkv, ln1,
                                 wt(kAttnWeight), C, 3 * C, /*dinp_accumulate=*/false));

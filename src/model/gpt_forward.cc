@@ -19,7 +19,7 @@ Status GptModel::forward_encoder() {
 }
 
 Status GptModel::forward_block(int64_t l) {
-  const int64_t B = B_, T = T_, C = cfg_.n_embd, NH = cfg_.n_head;
+  const int64_t B = B_, T = T_, C = cfg_.n_embd;
   const LayerActivations& a = acts_.layers[static_cast<size_t>(l)];
   const float* x = l == 0 ? acts_.encoded : acts_.layers[static_cast<size_t>(l) - 1].res3;
   auto w = [&](int slot) { return p(layout_.block_tensor(l, slot)); };
@@ -28,10 +28,7 @@ Status GptModel::forward_block(int64_t l) {
   ZT_RETURN_IF_ERROR(
       linear_fwd(a.qkv, layernorm_operand(x, a.ln1_mean, a.ln1_rstd, w(kLn1Weight), w(kLn1Bias)),
                  wt(kAttnWeight), w(kAttnBias), C, 3 * C));
-  const float* qkv = attention_input(a, /*forward=*/true);
-  ZT_RETURN_IF_ERROR(options_.recompute_attention
-                         ? kc::attention_forward_lse(a.atty, a.att, qkv, B, T, C, NH)
-                         : kc::attention_forward(a.atty, a.att, qkv, B, T, C, NH));
+  ZT_RETURN_IF_ERROR(attention_fwd(a));
   ZT_RETURN_IF_ERROR(linear_fwd(acts_.proj, attention_operand(a, /*forward=*/true),
                                 wt(kAttnProjWeight), w(kAttnProjBias), C, C));
   kc::residual_forward(a.res2, x, acts_.proj, B * T * C);

@@ -1,7 +1,7 @@
 // GptModel's linear layers: the fp32 kernels, or with bf16_compute the bf16
 // kernels on operands in the model's bf16 scratch (rounded from fp32 here
-// unless a kernel wrote them in bf16 already), and the kernels that write
-// a GEMM's operand (layernorm, gelu) for either path.
+// unless a kernel wrote them in bf16 already); the kernels that write a
+// GEMM's operand (layernorm, gelu) and the attention, for either path.
 #include <algorithm>
 
 #include "kernels/cpu/ops.h"
@@ -91,14 +91,33 @@ GptModel::Operand GptModel::attention_operand(const LayerActivations& a, bool fo
   return a.atty16;
 }
 
-const float* GptModel::attention_input(const LayerActivations& a, bool forward) {
-  if (!options_.bf16_compute) return a.qkv;
-  float* wide = forward ? a.qkv : acts_.dfch_gelu;
-  for_blocks(B_ * T_ * 3 * cfg_.n_embd, [&](int64_t i, int64_t len) {
-    if (forward) kc::bf16_from_float_array(a.qkv16 + i, a.qkv + i, len);
-    kc::float_from_bf16_array(wide + i, a.qkv16 + i, len);
+Status GptModel::attention_fwd(const LayerActivations& a) {
+  const int64_t B = B_, T = T_, C = cfg_.n_embd, NH = cfg_.n_head;
+  const bool lse = options_.recompute_attention;
+  if (!options_.bf16_compute) {
+    return lse ? kc::attention_forward_lse(a.atty, a.att, a.qkv, B, T, C, NH)
+               : kc::attention_forward(a.atty, a.att, a.qkv, B, T, C, NH);
+  }
+  // Autocast's qkv: the GEMM's fp32 output rounded and saved; the
+  // attention reads those bits (widened a head at a time) now and in the
+  // backward.
+  for_blocks(B * T * 3 * C, [&](int64_t i, int64_t len) {
+    kc::bf16_from_float_array(a.qkv16 + i, a.qkv + i, len);
   });
-  return wide;
+  return kc::attention_forward_bf16(a.atty, lse ? nullptr : a.att, lse ? a.att : nullptr, a.qkv16,
+                                    B, T, C, NH);
+}
+
+Status GptModel::attention_bwd(const LayerActivations& a) {
+  const int64_t B = B_, T = T_, C = cfg_.n_embd, NH = cfg_.n_head;
+  const bool lse = options_.recompute_attention;
+  Activations& s = acts_;
+  if (!options_.bf16_compute) {
+    return lse ? kc::attention_backward_lse(s.dqkv, s.datty, a.qkv, a.att, B, T, C, NH)
+               : kc::attention_backward(s.dqkv, s.datty, a.qkv, a.att, B, T, C, NH);
+  }
+  return kc::attention_backward_bf16(s.dqkv, s.datty, a.qkv16, lse ? nullptr : a.att,
+                                     lse ? a.att : nullptr, B, T, C, NH);
 }
 
 GptModel::Operand GptModel::gelu_backward_operand(const LayerActivations& a) {

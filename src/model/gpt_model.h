@@ -249,10 +249,11 @@ class GptModel {
   // The attention output as c_proj's input; bf16: the forward rounds it
   // into the saved atty16.
   Operand attention_operand(const LayerActivations& a, bool forward);
-  // The attention's qkv input. bf16: the forward rounds the GEMM's fp32
-  // output to bf16 in place and saves the bits in qkv16; the backward
-  // widens qkv16 into the (then idle) dfch_gelu scratch.
-  const float* attention_input(const LayerActivations& a, bool forward);
+  // Layer a's attention, forward (qkv -> atty, saving att or lse) and
+  // backward (datty -> dqkv, which it adds into). bf16: the forward rounds
+  // the GEMM's fp32 qkv into the saved qkv16, which both passes read.
+  Status attention_fwd(const LayerActivations& a);
+  Status attention_bwd(const LayerActivations& a);
   const kernels::cpu::Bf16Bits* as_bf16(Operand x, tensor::AlignedBuffer<tensor::BFloat16>& scratch,
                                         int64_t n);
   static const float* as_f32(Operand x);

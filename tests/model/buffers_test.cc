@@ -106,25 +106,30 @@ TEST(GptModelBuffers, Stage3StyleGatherReleaseMatchesFlatBuffers) {
   }
 }
 
+// fp32 and the bf16 path (whose attention reads the saved bf16 qkv).
 TEST(GptModelBuffers, SavedAttentionMapsMatchRecomputation) {
   const std::vector<int32_t> tok = random_tokens(B * T, 23, 31), tgt = random_tokens(B * T, 23, 32);
-  float loss[2];
-  std::vector<float> grad[2];
-  for (int k = 0; k < 2; ++k) {
-    StatusOr<GptModel> m = GptModel::create(
-        micro_config(), {.max_batch = B, .max_seq = T, .recompute_attention = k == 0});
-    ASSERT_TRUE(m.ok());
-    m->init_parameters(6);
-    m->zero_gradients();
-    loss[k] = *m->forward(tok.data(), tgt.data(), B, T);
-    ASSERT_TRUE(m->backward().ok());
-    grad[k].assign(m->gradients(), m->gradients() + m->layout().total_numel());
-  }
-  EXPECT_NEAR(loss[0], loss[1], 1e-6);
-  double max_abs = 0;
-  for (float x : grad[1]) max_abs = std::max(max_abs, std::fabs(double(x)));
-  for (size_t i = 0; i < grad[0].size(); ++i) {
-    ASSERT_NEAR(grad[0][i], grad[1][i], 1e-5 * max_abs) << i;
+  for (bool bf16 : {false, true}) {
+    float loss[2];
+    std::vector<float> grad[2];
+    for (int k = 0; k < 2; ++k) {
+      StatusOr<GptModel> m = GptModel::create(micro_config(), {.max_batch = B,
+                                                               .max_seq = T,
+                                                               .bf16_compute = bf16,
+                                                               .recompute_attention = k == 0});
+      ASSERT_TRUE(m.ok());
+      m->init_parameters(6);
+      m->zero_gradients();
+      loss[k] = *m->forward(tok.data(), tgt.data(), B, T);
+      ASSERT_TRUE(m->backward().ok());
+      grad[k].assign(m->gradients(), m->gradients() + m->layout().total_numel());
+    }
+    EXPECT_NEAR(loss[0], loss[1], 1e-6) << "bf16 " << bf16;
+    double max_abs = 0;
+    for (float x : grad[1]) max_abs = std::max(max_abs, std::fabs(double(x)));
+    for (size_t i = 0; i < grad[0].size(); ++i) {
+      ASSERT_NEAR(grad[0][i], grad[1][i], 1e-5 * max_abs) << i << " bf16 " << bf16;
+    }
   }
 }
 

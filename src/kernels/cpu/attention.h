@@ -23,6 +23,7 @@
 #include <cstdint>
 
 #include "common/status.h"
+#include "kernels/cpu/bf16.h"
 
 namespace zerotrain::kernels::cpu {
 
@@ -54,5 +55,24 @@ Status attention_backward_lse(float* dqkv,        // [B,T,3C] +=
                               const float* qkv,   // [B,T,3C] forward input
                               const float* lse,   // [B,NH,T] from attention_forward_lse
                               int64_t B, int64_t T, int64_t C, int64_t NH);
+
+// The bf16 path's forms (qkv as saved in bf16; everything else fp32):
+// each head's q, k, v are widened into a thread-local [T, 3hs] block (T·3hs
+// floats a thread) right before its GEMMs, so no fp32 [B,T,3C] copy exists.
+// Exactly one of att (the saved map, as attention_forward) and lse (as
+// attention_forward_lse) is non-null; the results are those of the fp32
+// forms on the widened qkv, up to the GEMMs' summation order.
+Status attention_forward_bf16(float* out,           // [B,T,C]
+                              float* att,           // [B,NH,T,T] or nullptr
+                              float* lse,           // [B,NH,T] or nullptr
+                              const Bf16Bits* qkv,  // [B,T,3C]
+                              int64_t B, int64_t T, int64_t C, int64_t NH);
+
+Status attention_backward_bf16(float* dqkv,          // [B,T,3C] +=
+                               const float* dout,    // [B,T,C]
+                               const Bf16Bits* qkv,  // [B,T,3C] forward input
+                               const float* att,     // [B,NH,T,T] or nullptr
+                               const float* lse,     // [B,NH,T] or nullptr
+                               int64_t B, int64_t T, int64_t C, int64_t NH);
 
 }  // namespace zerotrain::kernels::cpu
