@@ -1,6 +1,7 @@
 // Causal self-attention kernels (see attention.h). Each head runs its
-// GEMMs (on strided views of qkv, dout, dqkv) and softmax on one thread,
-// by blocks of query rows that only meet the keys they may see.
+// GEMMs (on strided views of qkv, dout, dqkv, or of its widened bf16
+// block) and softmax on one thread, by blocks of query rows that only meet
+// the keys they may see.
 #include "kernels/cpu/attention.h"
 
 #include <algorithm>

@@ -14,7 +14,8 @@
 //   ZT_RETURN_IF_ERROR(attention_backward_lse(dqkv, dy, qkv, lse, B, T, C, NH));
 //
 // Memory: besides att (or lse), each OpenMP thread keeps two [64,T] fp32
-// blocks (thread-local, reused across calls). Query rows go in blocks
+// blocks (thread-local, reused across calls), and for the bf16 forms one
+// [T,3hs] block of the head's widened q, k, v. Query rows go in blocks
 // of 64 that only meet keys up to their last row, so the masked triangle
 // is mostly skipped.
 // Thread-safety: no shared state besides the (locked) GEMM primitive cache.
