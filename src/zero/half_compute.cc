@@ -38,11 +38,11 @@ StatusOr<std::unique_ptr<HalfComputeCopy>> HalfComputeCopy::create(
   // expansions back to: they read it directly (and the model frees its
   // weight scratch).
   if (o.dtype == tensor::DType::kBFloat16 && m.bf16_compute()) {
+    h->bf16_views_ = true;  // first: an error part-way still unbinds them all
     for (const auto& g : m.layout().groups()) {
       ZT_RETURN_IF_ERROR(m.set_group_parameters_bf16(
           g.index, reinterpret_cast<const uint16_t*>(h->params_.at(static_cast<size_t>(g.offset)))));
     }
-    h->bf16_views_ = true;
   }
   return h;
 }
