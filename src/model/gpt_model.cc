@@ -20,9 +20,13 @@ namespace {
 struct Bf16Scratch {
   int64_t weight, input, dout;
 };
+int64_t weight_scratch(const GptConfig& cfg) {
+  return std::max(cfg.padded_vocab, 4 * cfg.n_embd) * cfg.n_embd;
+}
 Bf16Scratch bf16_scratch(const GptConfig& cfg, int64_t B, int64_t T, int64_t head_rows) {
-  const int64_t C = cfg.n_embd, wide = std::max(cfg.padded_vocab, 4 * C);
-  return {wide * C, B * T * 4 * C, std::max(B * T * 4 * C, head_rows * cfg.padded_vocab)};
+  const int64_t C = cfg.n_embd;
+  return {weight_scratch(cfg), B * T * 4 * C,
+          std::max(B * T * 4 * C, head_rows * cfg.padded_vocab)};
 }
 
 // Rows of the logits array: all of B·T with full_logits, else a chunk.
@@ -118,9 +122,8 @@ Status GptModel::set_group_parameters_bf16(int g, const kernels::cpu::Bf16Bits* 
   if (all) {
     w16_ = {};  // every GEMM weight has its view
   } else if (w16_.empty()) {
-    const int64_t C = cfg_.n_embd, wide = std::max(cfg_.padded_vocab, 4 * C);
     ZT_ASSIGN_OR_RETURN(w16_, tensor::AlignedBuffer<tensor::BFloat16>::allocate(
-                                  static_cast<size_t>(wide * C)));
+                                  static_cast<size_t>(weight_scratch(cfg_))));
   }
   return ok_status();
 }

@@ -121,7 +121,8 @@ Status ShardedStrategy::make_half_copy() {
   grads_ = {};
   if (options_.stage == 2) {
     // Past Ψ, a zeroed tail up to the padded slot space, so the last
-    // bucket's reduce-scatter can run in place (reduce_in_place below).
+    // bucket's reduce-scatter can run in place (in_place_base,
+    // sharded_reduce.cc).
     const int64_t padded = std::max(numel_, layout_.slots() * world());
     ZT_ASSIGN_OR_RETURN(stage2_grads_, zeroed(padded));
     grads_ = stage2_grads_.span().subspan(0, static_cast<size_t>(numel_));
@@ -245,19 +246,14 @@ Status ShardedStrategy::launch_gather() {
 
 Status ShardedStrategy::gather_columns() {
   gather_next_ = gather_done_ = 0;
-  if (gather_in_forward_) {
-    // As many columns as there are slots — a fixed number, so collectives
-    // the caller issues before the next forward (a loss all-reduce) come
-    // after the same gathers on every rank; the rest under the forward,
-    // which issues no other collective.
-    gathers_pending_ = true;
-    while (gather_next_ < std::min<size_t>(gather_cols_.size(), pipe_.slots()))
-      ZT_RETURN_IF_ERROR(launch_gather());
-    return Status();
-  }
-  while (gather_next_ < gather_cols_.size()) ZT_RETURN_IF_ERROR(launch_gather());
-  ZT_RETURN_IF_ERROR(pipe_.drain());
-  gather_done_ = gather_next_;
+  gathers_pending_ = true;
+  if (!gather_in_forward_) return finish_gathers();  // all of them now
+  // As many columns as there are slots — a fixed number, so collectives
+  // the caller issues before the next forward (a loss all-reduce) come
+  // after the same gathers on every rank; the rest under the forward,
+  // which issues no other collective.
+  while (gather_next_ < std::min<size_t>(gather_cols_.size(), pipe_.slots()))
+    ZT_RETURN_IF_ERROR(launch_gather());
   return Status();
 }
 

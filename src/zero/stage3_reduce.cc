@@ -44,6 +44,19 @@ void copy_compact(const CompactList& l, int64_t group_offset, const float* full,
   });
 }
 
+// grads += compact range col of list l, over this rank's pieces that meet
+// it: piece elements [lo, hi) (compact) read from at(piece, lo).
+template <typename At>
+void add_owned(PartitionArray& grads, const CompactList& l, Range col, At at) {
+  for (const Piece& piece : l.mine) {
+    const int64_t lo = std::max(piece.compact, col.offset);
+    const int64_t hi = std::min(piece.compact + piece.count, col.end());
+    if (lo < hi)
+      grads.add(static_cast<size_t>(piece.owned + (lo - piece.compact)),
+                {at(piece, lo), static_cast<size_t>(hi - lo)});
+  }
+}
+
 }  // namespace
 
 Status Stage3Strategy::on_before_backward(int s) {
@@ -92,13 +105,9 @@ Status Stage3Strategy::reduce_column(int g, const CompactList& l, Range col) {
   const float* full = reinterpret_cast<const float*>(buffers_[static_cast<size_t>(g)].grads.data());
   if (n == 1) {  // nothing to reduce and no scaling: added straight from the full buffer
     const int64_t base = layout_.group(g).offset;
-    for (const Piece& piece : l.mine) {
-      const int64_t lo = std::max(piece.compact, col.offset);
-      const int64_t hi = std::min(piece.compact + piece.count, col.end());
-      if (lo < hi)
-        grads_.add(static_cast<size_t>(piece.owned + (lo - piece.compact)),
-                   {full + (piece.flat + (lo - piece.compact) - base), static_cast<size_t>(hi - lo)});
-    }
+    add_owned(grads_, l, col, [&](const Piece& piece, int64_t lo) {
+      return full + (piece.flat + (lo - piece.compact) - base);
+    });
     return Status();
   }
   const auto cc = static_cast<size_t>(col.count);
@@ -140,13 +149,8 @@ Status Stage3Strategy::finish_reduce(PendingReduce& p) {
   float* mine = reinterpret_cast<float*>(p.staging.data()) + static_cast<size_t>(rank()) * cc;
   const Scaling sc = scaling_for(options_, world());
   if (sc.post != 1.0f) optim::scale_in_place({mine, cc}, sc.post);
-  for (const Piece& piece : p.list->mine) {
-    const int64_t lo = std::max(piece.compact, p.col.offset);
-    const int64_t hi = std::min(piece.compact + piece.count, p.col.end());
-    if (lo < hi)
-      grads_.add(static_cast<size_t>(piece.owned + (lo - piece.compact)),
-                 {mine + (lo - p.col.offset), static_cast<size_t>(hi - lo)});
-  }
+  add_owned(grads_, *p.list, p.col,
+            [&](const Piece&, int64_t lo) -> const float* { return mine + (lo - p.col.offset); });
   pool_.release(std::move(p.staging));
   return Status();
 }

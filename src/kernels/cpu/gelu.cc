@@ -61,42 +61,41 @@ void gelu_backward(float* dinp, const float* inp, const float* dout, int64_t N, 
   });
 }
 
-constexpr int64_t kBlock = 512;  // elements of one L1-resident fp32 block
+// fn(begin, count) over each thread's chunk of [0, N) in blocks of kBlock
+// elements, whose fp32 forms fit in L1.
+constexpr int64_t kBlock = 512;
+template <typename Fn>
+void parallel_blocks(int64_t N, Fn&& fn) {
+  parallel_chunks(N, [&](int64_t i0, int64_t i1) {
+    for (int64_t b = i0; b < i1; b += kBlock) fn(b, std::min(kBlock, i1 - b));
+  });
+}
 
 void gelu_forward_bf16(Bf16Bits* saved, Bf16Bits* out, const float* inp, int64_t N) {
-  parallel_chunks(N, [&](int64_t i0, int64_t i1) {
+  parallel_blocks(N, [&](int64_t b, int64_t n) {
     alignas(64) float x[kBlock], y[kBlock];
-    for (int64_t b = i0; b < i1; b += kBlock) {
-      const int64_t n = std::min(kBlock, i1 - b);
-      bf16_from_float_array(saved + b, inp + b, n);
-      float_from_bf16_array(x, saved + b, n);
-      gelu_forward_range(y, x, n);
-      bf16_from_float_array(out + b, y, n);
-    }
+    bf16_from_float_array(saved + b, inp + b, n);
+    float_from_bf16_array(x, saved + b, n);
+    gelu_forward_range(y, x, n);
+    bf16_from_float_array(out + b, y, n);
   });
 }
 
 void gelu_forward_bf16(Bf16Bits* out, const Bf16Bits* inp, int64_t N) {
-  parallel_chunks(N, [&](int64_t i0, int64_t i1) {
+  parallel_blocks(N, [&](int64_t b, int64_t n) {
     alignas(64) float x[kBlock], y[kBlock];
-    for (int64_t b = i0; b < i1; b += kBlock) {
-      const int64_t n = std::min(kBlock, i1 - b);
-      float_from_bf16_array(x, inp + b, n);
-      gelu_forward_range(y, x, n);
-      bf16_from_float_array(out + b, y, n);
-    }
+    float_from_bf16_array(x, inp + b, n);
+    gelu_forward_range(y, x, n);
+    bf16_from_float_array(out + b, y, n);
   });
 }
 
 void gelu_backward_bf16(Bf16Bits* dinp, const Bf16Bits* inp, const float* dout, int64_t N) {
-  parallel_chunks(N, [&](int64_t i0, int64_t i1) {
+  parallel_blocks(N, [&](int64_t b, int64_t n) {
     alignas(64) float x[kBlock], d[kBlock];
-    for (int64_t b = i0; b < i1; b += kBlock) {
-      const int64_t n = std::min(kBlock, i1 - b);
-      float_from_bf16_array(x, inp + b, n);
-      gelu_backward_set_range(d, x, dout + b, n);
-      bf16_from_float_array(dinp + b, d, n);
-    }
+    float_from_bf16_array(x, inp + b, n);
+    gelu_backward_set_range(d, x, dout + b, n);
+    bf16_from_float_array(dinp + b, d, n);
   });
 }
 
