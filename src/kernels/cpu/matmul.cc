@@ -182,22 +182,45 @@ void add_bias(const MatmulDesc& d, const float* bias, float* c, bool product_emp
   }
 }
 
+// A primitive's argument memories on this thread, made once and re-pointed
+// at each call's buffers: creating them per call (a few heap allocations
+// each) cost about as much as a small attention block's product.
+struct BoundArgs {
+  std::unordered_map<int, dnnl::memory> args;
+  void point(int arg, void* data) { args.at(arg).set_data_handle(data); }
+};
+
+BoundArgs& bound_args(const Entry& e, bool has_bias) {
+  thread_local std::unordered_map<const Entry*, BoundArgs> bound;  // entries live forever
+  auto [it, fresh] = bound.try_emplace(&e);
+  if (fresh) {
+    Runtime& rt = runtime();
+    auto& args = it->second.args;
+    args.emplace(DNNL_ARG_SRC, dnnl::memory(e.a_md, rt.engine, nullptr));
+    args.emplace(DNNL_ARG_WEIGHTS, dnnl::memory(e.b_md, rt.engine, nullptr));
+    args.emplace(DNNL_ARG_DST, dnnl::memory(e.c_md, rt.engine, nullptr));
+    if (has_bias) args.emplace(DNNL_ARG_BIAS, dnnl::memory(e.bias_md, rt.engine, nullptr));
+    if (e.scratch_md.get_size() > 0)
+      args.emplace(DNNL_ARG_SCRATCHPAD, dnnl::memory(e.scratch_md, rt.engine, nullptr));
+  }
+  return it->second;
+}
+
 Status execute(const Entry& e, const void* a, const void* b, const float* bias, float* c) {
   Runtime& rt = runtime();
   thread_local std::vector<uint8_t> scratch;
   try {
-    std::unordered_map<int, dnnl::memory> args;
-    args.emplace(DNNL_ARG_SRC, dnnl::memory(e.a_md, rt.engine, const_cast<void*>(a)));
-    args.emplace(DNNL_ARG_WEIGHTS, dnnl::memory(e.b_md, rt.engine, const_cast<void*>(b)));
-    args.emplace(DNNL_ARG_DST, dnnl::memory(e.c_md, rt.engine, c));
-    if (bias) {
-      args.emplace(DNNL_ARG_BIAS, dnnl::memory(e.bias_md, rt.engine, const_cast<float*>(bias)));
-    }
+    BoundArgs& bound = bound_args(e, bias != nullptr);
+    bound.point(DNNL_ARG_SRC, const_cast<void*>(a));
+    bound.point(DNNL_ARG_WEIGHTS, const_cast<void*>(b));
+    bound.point(DNNL_ARG_DST, c);
+    if (bias) bound.point(DNNL_ARG_BIAS, const_cast<float*>(bias));
     const size_t bytes = e.scratch_md.get_size();
     if (bytes > 0) {
       if (scratch.size() < bytes) scratch.resize(bytes);
-      args.emplace(DNNL_ARG_SCRATCHPAD, dnnl::memory(e.scratch_md, rt.engine, scratch.data()));
+      bound.point(DNNL_ARG_SCRATCHPAD, scratch.data());
     }
+    const auto& args = bound.args;
     e.prim.execute(rt.stream, args);
     rt.stream.wait();
   } catch (const dnnl::error& err) {
