@@ -124,54 +124,6 @@ TEST(Attention, LsePairMatchesAttPairAndFiniteDifferences) {
                        to_double(qkv), d_lse, "dqkv (lse)");
 }
 
-// The bf16 forms read the saved bf16 qkv, widened a head at a time: the
-// same outputs, att, lse and dqkv as the fp32 forms on the widened qkv (up
-// to the GEMMs' summation order), with both the att and the lse pairs,
-// over several row blocks and heads.
-TEST(Attention, Bf16FormsEqualTheFp32FormsOnWidenedQkv) {
-  constexpr int B = 2, T = 70, C = 12, NH = 3;
-  auto wide = random_floats(B * T * 3 * C, 13);
-  std::vector<Bf16Bits> bits(wide.size());
-  for (size_t i = 0; i < wide.size(); ++i) {
-    bits[i] = bf16_from_float(wide[i]);
-    wide[i] = float_from_bf16(bits[i]);
-  }
-  auto g = random_floats(B * T * C, 14);
-  auto near = [](const std::vector<float>& got, const std::vector<float>& want, const char* what) {
-    ASSERT_EQ(got.size(), want.size());
-    for (size_t i = 0; i < got.size(); ++i)
-      ASSERT_NEAR(got[i], want[i], 1e-6 * (1 + std::fabs(want[i]))) << what << " " << i;
-  };
-  const AttnRun r = forward(wide, B, T, C, NH);
-  std::vector<float> out(B * T * C), att(B * NH * T * T);
-  ASSERT_TRUE(
-      attention_forward_bf16(out.data(), att.data(), nullptr, bits.data(), B, T, C, NH).ok());
-  near(out, r.out, "out");
-  near(att, r.att, "att");
-  std::vector<float> d_ref(B * T * 3 * C, 0.5f), d16(B * T * 3 * C, 0.5f);  // both accumulate
-  ASSERT_TRUE(
-      attention_backward(d_ref.data(), g.data(), wide.data(), r.att.data(), B, T, C, NH).ok());
-  ASSERT_TRUE(attention_backward_bf16(d16.data(), g.data(), bits.data(), att.data(), nullptr, B,
-                                      T, C, NH)
-                  .ok());
-  near(d16, d_ref, "dqkv");
-  std::vector<float> lse_ref(B * NH * T), lse(B * NH * T), out_ref(B * T * C);
-  ASSERT_TRUE(
-      attention_forward_lse(out_ref.data(), lse_ref.data(), wide.data(), B, T, C, NH).ok());
-  ASSERT_TRUE(
-      attention_forward_bf16(out.data(), nullptr, lse.data(), bits.data(), B, T, C, NH).ok());
-  near(out, out_ref, "out (lse)");
-  near(lse, lse_ref, "lse");
-  std::fill(d_ref.begin(), d_ref.end(), 0.0f);
-  std::fill(d16.begin(), d16.end(), 0.0f);
-  ASSERT_TRUE(
-      attention_backward_lse(d_ref.data(), g.data(), wide.data(), lse_ref.data(), B, T, C, NH).ok());
-  ASSERT_TRUE(attention_backward_bf16(d16.data(), g.data(), bits.data(), nullptr, lse.data(), B, T,
-                                      C, NH)
-                  .ok());
-  near(d16, d_ref, "dqkv (lse)");
-}
-
 TEST(Attention, SingleHeadAndSingleTokenEdgeShapes) {
   // T = 1: the only weight is 1, so out equals v.
   auto qkv = random_floats(1 * 1 * 3 * 8, 5);

@@ -14,8 +14,7 @@
 //   ZT_RETURN_IF_ERROR(attention_backward_lse(dqkv, dy, qkv, lse, B, T, C, NH));
 //
 // Memory: besides att (or lse), each OpenMP thread keeps two [64,T] fp32
-// blocks (thread-local, reused across calls), and for the bf16 forms one
-// [T,3hs] block of the head's widened q, k, v. Query rows go in blocks
+// blocks (thread-local, reused across calls). Query rows go in blocks
 // of 64 that only meet keys up to their last row, so the masked triangle
 // is mostly skipped.
 // Thread-safety: no shared state besides the (locked) GEMM primitive cache.
@@ -57,12 +56,15 @@ Status attention_backward_lse(float* dqkv,        // [B,T,3C] +=
                               const float* lse,   // [B,NH,T] from attention_forward_lse
                               int64_t B, int64_t T, int64_t C, int64_t NH);
 
-// The bf16 path's forms (qkv as saved in bf16; everything else fp32):
-// each head's q, k, v are widened into a thread-local [T, 3hs] block (T·3hs
-// floats a thread) right before its GEMMs, so no fp32 [B,T,3C] copy exists.
-// Exactly one of att (the saved map, as attention_forward) and lse (as
-// attention_forward_lse) is non-null; the results are those of the fp32
-// forms on the widened qkv, up to the GEMMs' summation order.
+// The bf16 path's forms, as autocast runs attention: qkv as saved in bf16,
+// every product bf16 x bf16 with fp32 accumulation (on AMX where oneDNN
+// has it), softmax and its backward in fp32. att is rounded to bf16 for
+// att·v and attᵀ·dy, dout for its two products, d preatt for dq and dk;
+// att, lse, out and dqkv stay fp32. Exactly one of att (the saved map, as
+// attention_forward) and lse (as attention_forward_lse) is non-null, else
+// InvalidArgument. Each thread keeps dense copies of a head's q, k, v (and
+// dout, and its fp32 dq, dk, dv) and its [64,T] blocks: about
+// 20·T·hs + 12·64·T bytes.
 Status attention_forward_bf16(float* out,           // [B,T,C]
                               float* att,           // [B,NH,T,T] or nullptr
                               float* lse,           // [B,NH,T] or nullptr
