@@ -189,6 +189,64 @@ TEST(Matmul, PrimitiveIsCachedPerDistinctDesc) {
   EXPECT_EQ(matmul_cache_size(), after_first + 1);
 }
 
+// Large fp32 products with B not transposed and no bias run through
+// dnnl_sgemm (A·B, and Aᵀ·B with K <= 256), the rest through the matmul
+// primitive: both paths against the loop, with alpha, beta = 1 on NaN-free
+// C, beta = 0 on a NaN C, and A and C as column blocks of wider arrays.
+TEST(Matmul, LargeProductsTakeSgemmOrThePrimitiveByShapeAndMatchTheLoop) {
+  struct Case {
+    bool ta, tb, bias;
+    int m, n, k;
+    const char* path;  // "sgemm:jit" or "" (a primitive)
+  };
+  for (const Case& t : {Case{false, false, false, 130, 129, 160, "sgemm:jit"},
+                        Case{true, false, false, 160, 100, 200, "sgemm:jit"},
+                        Case{true, false, false, 100, 70, 300, ""},
+                        Case{false, true, false, 130, 129, 160, ""},
+                        Case{false, false, true, 130, 129, 160, ""}}) {
+    for (float beta : {0.0f, 1.0f}) {
+      SCOPED_TRACE(::testing::Message() << "ta " << t.ta << " tb " << t.tb << " bias " << t.bias
+                                        << " " << t.m << "x" << t.n << "x" << t.k << " beta "
+                                        << beta);
+      MatmulDesc d{.m = t.m, .n = t.n, .k = t.k, .trans_a = t.ta, .trans_b = t.tb,
+                   .alpha = 0.5f, .beta = beta};
+      auto a = random_floats(t.m * t.k, 40), b = random_floats(t.k * t.n, 41);
+      auto bias = random_floats(t.n, 42);
+      auto c = beta == 0.0f ? std::vector<float>(t.m * t.n, std::nanf(""))
+                            : random_floats(t.m * t.n, 43);
+      const auto want = reference(d, a, b, t.bias ? &bias : nullptr, c);
+      // A and C as blocks of arrays 3 columns wider.
+      const int a_rows = t.ta ? t.k : t.m, a_cols = t.ta ? t.m : t.k;
+      std::vector<float> wide_a(a_rows * (a_cols + 3)), wide_c(t.m * (t.n + 3), -7.0f);
+      for (int r = 0; r < a_rows; ++r)
+        for (int j = 0; j < a_cols; ++j) wide_a[r * (a_cols + 3) + j] = a[r * a_cols + j];
+      for (int r = 0; r < t.m; ++r)
+        for (int j = 0; j < t.n; ++j) wide_c[r * (t.n + 3) + j] = c[r * t.n + j];
+      d.lda = a_cols + 3;
+      d.ldc = t.n + 3;
+      auto impl = matmul_impl_name(d, t.bias, GemmInput::kF32);
+      ASSERT_TRUE(impl.ok());
+      if (*t.path) {
+        EXPECT_EQ(*impl, t.path);
+      } else {
+        EXPECT_NE(*impl, "sgemm:jit");
+      }
+      ASSERT_TRUE(
+          matmul(d, wide_a.data(), b.data(), t.bias ? bias.data() : nullptr, wide_c.data()).ok());
+      std::vector<float> got(t.m * t.n);
+      for (int r = 0; r < t.m; ++r)
+        for (int j = 0; j < t.n + 3; ++j) {
+          if (j < t.n) {
+            got[r * t.n + j] = wide_c[r * (t.n + 3) + j];
+          } else {
+            ASSERT_EQ(wide_c[r * (t.n + 3) + j], -7.0f) << "gap written at row " << r;
+          }
+        }
+      expect_matches(got, want, 1e-5, "product");
+    }
+  }
+}
+
 TEST(Matmul, Fp32TransformerShapeUsesOptimisedKernel) {
   auto impl = matmul_impl_name(MatmulDesc{.m = 256, .n = 2304, .k = 768, .trans_b = true}, true,
                                GemmInput::kF32);

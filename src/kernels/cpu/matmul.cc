@@ -8,6 +8,7 @@
 #include <bit>
 #include <memory>
 #include <mutex>
+#include <oneapi/dnnl/dnnl.h>
 #include <oneapi/dnnl/dnnl.hpp>
 #include <type_traits>
 #include <unordered_map>
@@ -229,6 +230,32 @@ Status execute(const Entry& e, const void* a, const void* b, const float* bias, 
   return ok_status();
 }
 
+// oneDNN 2.6 has two fp32 GEMMs: the matmul primitive (brgemm kernels) and
+// dnnl_sgemm (its jit gemm driver). On the training's products, one thread,
+// operands out of L2 (bench: the two alternated 55 times a shape), sgemm
+// is faster for products with neither operand transposed — a layer's
+// d input by 2-11%, the lm head's (K = vocab) by 25-31% — and for Aᵀ·B
+// with K <= 256 — the head's d wte a chunk, by 5-13% — while it is up to
+// 29% slower for Aᵀ·B with a long K and M >= 1024, and about even on the
+// forward's A·Bᵀ. So those two kinds take sgemm when large enough for the
+// primitive's overhead not to matter and without a bias (sgemm has none).
+// A rule on the shape, never a timing: a shape always takes the same path,
+// so results are reproducible from run to run.
+bool prefer_sgemm(const MatmulDesc& d, bool has_bias) {
+  if (has_bias || d.batch != 1 || d.m * d.n * d.k < (int64_t{1} << 21) || d.trans_b) return false;
+  return !d.trans_a || d.k <= 256;
+}
+
+Status sgemm(const MatmulDesc& d, const float* a, const float* b, float* c) {
+  const dnnl_status_t s = dnnl_sgemm(d.trans_a ? 'T' : 'N', d.trans_b ? 'T' : 'N', d.m, d.n, d.k,
+                                     d.alpha, a, d.lda, b, d.ldb, d.beta, c, d.ldc);
+  if (s != dnnl_success) {
+    return internal_error(detail::concat("oneDNN sgemm failed for M=", d.m, " N=", d.n, " K=", d.k,
+                                         ": status ", static_cast<int>(s)));
+  }
+  return ok_status();
+}
+
 // Shared body of matmul and matmul_bf16; T is float or Bf16Bits.
 template <typename T>
 Status run(const MatmulDesc& desc, const T* a, const T* b, const float* bias, float* c,
@@ -245,6 +272,9 @@ Status run(const MatmulDesc& desc, const T* a, const T* b, const float* bias, fl
     ZT_RETURN_IF_ERROR(run<T>(d, a, b, nullptr, c, input));
     add_bias(d, bias, c, /*product_empty=*/false);
     return ok_status();
+  }
+  if constexpr (std::is_same_v<T, float>) {
+    if (prefer_sgemm(d, bias != nullptr)) return sgemm(d, a, b, c);
   }
   ZT_ASSIGN_OR_RETURN(const Entry* e, lookup(Key{d, bias != nullptr, input}));
   if constexpr (std::is_same_v<T, Bf16Bits>) {
@@ -275,6 +305,7 @@ Status matmul_bf16(const MatmulDesc& desc, const Bf16Bits* a, const Bf16Bits* b,
 StatusOr<std::string> matmul_impl_name(const MatmulDesc& desc, bool has_bias, GemmInput input) {
   ZT_ASSIGN_OR_RETURN(MatmulDesc d, normalise(desc));
   if (d.m * d.n * d.k == 0) return std::string("empty");
+  if (input == GemmInput::kF32 && prefer_sgemm(d, has_bias)) return std::string("sgemm:jit");
   ZT_ASSIGN_OR_RETURN(const Entry* e, lookup(Key{d, has_bias, input}));
   return e->impl;
 }

@@ -1,6 +1,9 @@
 // GEMM through oneDNN: C = alpha * op(A) · op(B) + bias + beta * C, fp32, or
 // bf16 A and B with fp32 accumulation and output. Row-major operands, dense
 // or with leading dimensions (column blocks of wider matrices).
+// Large fp32 products with no transposed B and no bias go to dnnl_sgemm,
+// where it is measured faster than the matmul primitive (matmul.cc says
+// which); every other one runs a matmul primitive.
 // oneDNN primitives are created once per distinct MatmulDesc and cached for
 // the life of the process (creation costs milliseconds, execution of small
 // shapes microseconds); one oneDNN engine and stream per process.
@@ -67,7 +70,8 @@ Status matmul_bf16(const MatmulDesc& desc, const Bf16Bits* a, const Bf16Bits* b,
 
 // Name of the oneDNN implementation chosen for `desc` ("brg:avx512_core_amx",
 // "gemm:jit", ...), creating and caching its primitive if needed; "fallback:fp32"
-// when bf16 is widened. For tests and benchmarks ("ref" would mean slow).
+// when bf16 is widened; "sgemm:jit" for the fp32 shapes that run through
+// dnnl_sgemm instead of a primitive (see matmul.cc). For tests and benchmarks ("ref" would mean slow).
 StatusOr<std::string> matmul_impl_name(const MatmulDesc& desc, bool has_bias, GemmInput input);
 
 // Number of cached primitives (grows by one per new distinct desc).
