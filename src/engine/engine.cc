@@ -121,8 +121,10 @@ StatusOr<float> Engine::evaluate(const int32_t* tokens, const int32_t* targets, 
 
 bool Engine::is_gradient_accumulation_boundary() const { return (micro_steps_ + 1) % gas_ == 0; }
 
-StatusOr<bool> Engine::any_rank_overflowed(std::span<const float> grads) {
-  float flag = optim::has_inf_or_nan(grads) ? 1.0f : 0.0f;
+StatusOr<bool> Engine::any_rank_overflowed(double local_sq) {
+  // The squares are summed in double, where no fp32 value's square
+  // overflows: the sum is finite exactly when every gradient is.
+  float flag = std::isfinite(local_sq) ? 0.0f : 1.0f;
   // Unpartitioned grads are identical on every rank after the reduce, so
   // the local flag already is the max over ranks.
   if (strategy_->gradients_partitioned() && comm_->world_size() > 1)
@@ -130,8 +132,8 @@ StatusOr<bool> Engine::any_rank_overflowed(std::span<const float> grads) {
   return flag != 0.0f;
 }
 
-StatusOr<double> Engine::grad_norm(std::span<const float> grads) {
-  double sq = optim::squared_l2_norm(grads);
+StatusOr<double> Engine::grad_norm(double local_sq) {
+  double sq = local_sq;
   if (strategy_->gradients_partitioned() && comm_->world_size() > 1) {
     // fp32 on the wire; the partial sums are already accumulated in double.
     float f = static_cast<float>(sq);
@@ -153,7 +155,9 @@ Status Engine::boundary_step() {
   // range (65504) overflows to inf as in real fp16 and the scaler sees it.
   if (config_.fp16.enabled) zero::round_to(config::DType::kFp16, grads, grads);
 
-  ZT_ASSIGN_OR_RETURN(info.overflow, any_rank_overflowed(grads));
+  // One pass over the gradients gives both the overflow check and the norm.
+  const double local_sq = optim::squared_l2_norm(grads);
+  ZT_ASSIGN_OR_RETURN(info.overflow, any_rank_overflowed(local_sq));
   ZT_ASSIGN_OR_RETURN(bool skip, scaler_->update(info.overflow));
   ++global_steps_;
   if (skip) {
@@ -165,7 +169,7 @@ Status Engine::boundary_step() {
     return Status();
   }
 
-  ZT_ASSIGN_OR_RETURN(const double norm, grad_norm(grads));
+  ZT_ASSIGN_OR_RETURN(const double norm, grad_norm(local_sq));
   info.grad_norm = norm / info.loss_scale;
   const double clip = config_.gradient_clipping;
   const double factor = optim::clip_coefficient(norm, info.loss_scale, clip) * info.loss_scale;

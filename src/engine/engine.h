@@ -154,8 +154,9 @@ class Engine {
  private:
   Engine() = default;
   Status boundary_step();
-  StatusOr<bool> any_rank_overflowed(std::span<const float> grads);
-  StatusOr<double> grad_norm(std::span<const float> grads);
+  // From this rank's Σ g² over its gradients (squared_l2_norm).
+  StatusOr<bool> any_rank_overflowed(double local_sq);
+  StatusOr<double> grad_norm(double local_sq);
   Status update_in_sub_groups(std::span<const float> grads);
 
   config::Config config_;

@@ -46,13 +46,14 @@ struct Rig {
   }
   // One micro-step (= one optimizer step, gas 1); poison a gradient first if asked.
   void step(int seed, bool inject_inf) {
+    step_setting(seed, 5, inject_inf ? std::numeric_limits<float>::infinity() : 0.0f, inject_inf);
+  }
+  // The same, setting gradient `index` to `value` (when `set`) before the step.
+  void step_setting(int seed, size_t index, float value, bool set = true) {
     const auto x = tokens(B * T, seed), y = tokens(B * T, seed + 1000);
     ASSERT_TRUE(engine->forward(x.data(), y.data(), B, T).ok());
     ASSERT_TRUE(engine->backward().ok());
-    if (inject_inf) {
-      const float inf = std::numeric_limits<float>::infinity();
-      accumulator().write(5, std::span<const float>(&inf, 1));
-    }
+    if (set) accumulator().write(index, std::span<const float>(&value, 1));
     Status s = engine->step();
     ASSERT_TRUE(s.ok()) << s.to_string();
   }
@@ -146,6 +147,31 @@ TEST(EnginePrecision, Bf16CheckGradOverflowSkips) {
   EXPECT_TRUE(r.engine->last_step().skipped);
   EXPECT_EQ(r.weights(), w0);
   EXPECT_EQ(r.engine->skipped_steps(), 1);
+}
+
+// The overflow check comes from the gradients' Σ g² (summed in double):
+// a NaN or an inf anywhere, first element, middle or last, skips the step,
+// while a huge finite gradient (1e30, whose square overflows fp32 but not
+// the double sum) is no overflow: the step runs, clipped.
+TEST(EnginePrecision, Bf16OverflowIsANonFiniteGradientAnywhereAndOnlyThat) {
+  Rig r(R"("bf16": {"enabled": true})");
+  const size_t n = static_cast<size_t>(r.model.layout().total_numel());
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const float inf = std::numeric_limits<float>::infinity();
+  int seed = 1;
+  for (auto [index, value] : {std::pair{size_t{0}, nan}, std::pair{n / 2, -inf},
+                              std::pair{n - 1, nan}}) {
+    const std::vector<float> w0 = r.weights();
+    r.step_setting(seed++, index, value);
+    EXPECT_TRUE(r.engine->last_step().skipped) << "gradient " << index << " = " << value;
+    EXPECT_EQ(r.weights(), w0);
+  }
+  const std::vector<float> w0 = r.weights();
+  r.step_setting(seed++, n / 3, 1e30f);
+  EXPECT_FALSE(r.engine->last_step().skipped);
+  EXPECT_NEAR(r.engine->last_step().grad_norm, 1e30, 1e28);  // 1e30 as stored in bf16
+  EXPECT_NE(r.weights(), w0);
+  EXPECT_EQ(r.engine->skipped_steps(), 3);
 }
 
 // bf16 stage 0's boundary step: the fp32 copy of the 16-bit gradient sums
