@@ -3,9 +3,9 @@
 // side by side within each) to out [B,T,C] before the output projection:
 //   att = softmax_causal(q·kᵀ / √hs), out = att·v, per (b, head).
 // B batch, T time, C channels, NH heads. The forward saves att (after
-// softmax) for the backward. Heads spread over the OpenMP threads; each
-// copies its q, k, v into dense blocks and runs a few oneDNN GEMMs on them
-// (attention.cc says why dense). Backward ADDS into dqkv.
+// softmax) for the backward. Each head is a few oneDNN GEMMs reading q, k,
+// v in place inside qkv (leading dimension 3C); heads spread over the
+// OpenMP threads. Backward ADDS into dqkv.
 //
 //   ZT_RETURN_IF_ERROR(attention_forward(y, att, qkv, B, T, C, NH));
 //   ZT_RETURN_IF_ERROR(attention_backward(dqkv, dy, qkv, att, B, T, C, NH));
@@ -13,12 +13,10 @@
 //   ZT_RETURN_IF_ERROR(attention_forward_lse(y, lse, qkv, B, T, C, NH));
 //   ZT_RETURN_IF_ERROR(attention_backward_lse(dqkv, dy, qkv, lse, B, T, C, NH));
 //
-// Memory: besides att (or lse), each OpenMP thread keeps (thread-local,
-// reused across calls) dense copies of a head's q, k, v and dout and its
-// dq, dk, dv ([T,hs] each), and [64,T] blocks of scores and datt (fp32)
-// and of their operand forms: about 28·T·hs + 12·64·T bytes (fp32), 20·T·hs
-// + 12·64·T (bf16). Query rows go in blocks of 64 that only meet keys up
-// to their last row, so the masked triangle is mostly skipped.
+// Memory: besides att (or lse), each OpenMP thread keeps two [64,T] fp32
+// blocks (thread-local, reused across calls). Query rows go in blocks
+// of 64 that only meet keys up to their last row, so the masked triangle
+// is mostly skipped.
 // Thread-safety: no shared state besides the (locked) GEMM primitive cache.
 #pragma once
 
@@ -64,7 +62,9 @@ Status attention_backward_lse(float* dqkv,        // [B,T,3C] +=
 // att·v and attᵀ·dy, dout for its two products, d preatt for dq and dk;
 // att, lse, out and dqkv stay fp32. Exactly one of att (the saved map, as
 // attention_forward) and lse (as attention_forward_lse) is non-null, else
-// InvalidArgument.
+// InvalidArgument. Each thread keeps dense copies of a head's q, k, v (and
+// dout, and its fp32 dq, dk, dv) and its [64,T] blocks: about
+// 20·T·hs + 12·64·T bytes.
 Status attention_forward_bf16(float* out,           // [B,T,C]
                               float* att,           // [B,NH,T,T] or nullptr
                               float* lse,           // [B,NH,T] or nullptr
