@@ -159,8 +159,8 @@ TEST(EnginePrecision, Bf16OverflowIsANonFiniteGradientAnywhereAndOnlyThat) {
   const float nan = std::numeric_limits<float>::quiet_NaN();
   const float inf = std::numeric_limits<float>::infinity();
   int seed = 1;
-  for (auto [index, value] : {std::pair{size_t{0}, nan}, std::pair{n / 2, -inf},
-                              std::pair{n - 1, nan}}) {
+  for (auto [index, value] :
+       {std::pair{size_t{0}, nan}, std::pair{n / 2, -inf}, std::pair{n - 1, nan}}) {
     const std::vector<float> w0 = r.weights();
     r.step_setting(seed++, index, value);
     EXPECT_TRUE(r.engine->last_step().skipped) << "gradient " << index << " = " << value;

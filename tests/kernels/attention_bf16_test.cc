@@ -34,7 +34,9 @@ Reference reference(const std::vector<float>& qkv, const std::vector<float>& g, 
               Vec(B * T * 3 * C, 0.0)};
   for (int b = 0; b < B; ++b)
     for (int h = 0; h < NH; ++h) {
-      auto at = [&](int t, int part, int k) { return qkv[(b * T + t) * 3 * C + part * C + h * hs + k]; };
+      auto at = [&](int t, int part, int k) {
+        return qkv[(b * T + t) * 3 * C + part * C + h * hs + k];
+      };
       auto dq = [&](int t, int part, int k) -> double& {
         return r.dqkv[(b * T + t) * 3 * C + part * C + h * hs + k];
       };
@@ -125,9 +127,9 @@ TEST(AttentionBf16, RoundsWhereAutocastRoundsWithAttAndLsePairs) {
   EXPECT_EQ(count_off(att, want.att, 1e-5), 0);  // softmax is fp32: nothing rounded
   expect_rounded_like(out, want.out, "out (att kept)");
   std::vector<float> d_att(B * T * 3 * C, 0.5f);  // backward adds
-  ASSERT_TRUE(attention_backward_bf16(d_att.data(), g.data(), bits.data(), att.data(), nullptr, B,
-                                      T, C, NH)
-                  .ok());
+  ASSERT_TRUE(
+      attention_backward_bf16(d_att.data(), g.data(), bits.data(), att.data(), nullptr, B, T, C, NH)
+          .ok());
   expect_rounded_like(d_att, want.dqkv, "dqkv (att kept)", 0.5f);
 
   std::fill(out.begin(), out.end(), 0.0f);
@@ -136,9 +138,9 @@ TEST(AttentionBf16, RoundsWhereAutocastRoundsWithAttAndLsePairs) {
   EXPECT_EQ(count_off(lse, want.lse, 1e-5), 0);
   expect_rounded_like(out, want.out, "out (lse kept)");
   std::vector<float> d_lse(B * T * 3 * C, 0.0f);
-  ASSERT_TRUE(attention_backward_bf16(d_lse.data(), g.data(), bits.data(), nullptr, lse.data(), B,
-                                      T, C, NH)
-                  .ok());
+  ASSERT_TRUE(
+      attention_backward_bf16(d_lse.data(), g.data(), bits.data(), nullptr, lse.data(), B, T, C, NH)
+          .ok());
   expect_rounded_like(d_lse, want.dqkv, "dqkv (lse kept)");
 
   // Without the rounding most values differ by far more than fp32 error.

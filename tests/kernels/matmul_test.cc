@@ -199,17 +199,22 @@ TEST(Matmul, LargeProductsTakeSgemmOrThePrimitiveByShapeAndMatchTheLoop) {
     int m, n, k;
     const char* path;  // "sgemm:jit" or "" (a primitive)
   };
-  for (const Case& t : {Case{false, false, false, 130, 129, 160, "sgemm:jit"},
-                        Case{true, false, false, 160, 100, 200, "sgemm:jit"},
-                        Case{true, false, false, 100, 70, 300, ""},
-                        Case{false, true, false, 130, 129, 160, ""},
-                        Case{false, false, true, 130, 129, 160, ""}}) {
+  for (const Case& t :
+       {Case{false, false, false, 130, 129, 160, "sgemm:jit"},
+        Case{true, false, false, 160, 100, 200, "sgemm:jit"},
+        Case{true, false, false, 100, 70, 300, ""}, Case{false, true, false, 130, 129, 160, ""},
+        Case{false, false, true, 130, 129, 160, ""}}) {
     for (float beta : {0.0f, 1.0f}) {
-      SCOPED_TRACE(::testing::Message() << "ta " << t.ta << " tb " << t.tb << " bias " << t.bias
-                                        << " " << t.m << "x" << t.n << "x" << t.k << " beta "
-                                        << beta);
-      MatmulDesc d{.m = t.m, .n = t.n, .k = t.k, .trans_a = t.ta, .trans_b = t.tb,
-                   .alpha = 0.5f, .beta = beta};
+      SCOPED_TRACE(::testing::Message()
+                   << "ta " << t.ta << " tb " << t.tb << " bias " << t.bias << " " << t.m << "x"
+                   << t.n << "x" << t.k << " beta " << beta);
+      MatmulDesc d{.m = t.m,
+                   .n = t.n,
+                   .k = t.k,
+                   .trans_a = t.ta,
+                   .trans_b = t.tb,
+                   .alpha = 0.5f,
+                   .beta = beta};
       auto a = random_floats(t.m * t.k, 40), b = random_floats(t.k * t.n, 41);
       auto bias = random_floats(t.n, 42);
       auto c = beta == 0.0f ? std::vector<float>(t.m * t.n, std::nanf(""))

@@ -65,9 +65,10 @@ void copy_head(HeadBlocks& w, const Bf16Bits* qkv, int64_t b, int64_t h, const H
 // [k,n] or (tb) [n,k], C [m,n].
 Status dense(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, float beta,
              const Bf16Bits* a, const Bf16Bits* b, float* c) {
-  return matmul_bf16(MatmulDesc{.m = m, .n = n, .k = k, .trans_a = ta, .trans_b = tb,
-                                .alpha = alpha, .beta = beta},
-                     a, b, nullptr, c);
+  return matmul_bf16(
+      MatmulDesc{
+          .m = m, .n = n, .k = k, .trans_a = ta, .trans_b = tb, .alpha = alpha, .beta = beta},
+      a, b, nullptr, c);
 }
 
 // s [rows, cols] = scale · q[r0 .. r0+rows) · k[0 .. cols)ᵀ.
@@ -126,15 +127,14 @@ Status head_backward(const float* att, const float* lse, HeadBlocks& w, const He
     }
     round_rows(w.p16.data(), a, lda, rows, cols);
     // datt = dy·vᵀ; dv (+)= attᵀ·dy; dpreatt = softmax'(datt).
-    ZT_RETURN_IF_ERROR(
-        dense(false, true, rows, cols, hs, 1.0f, 0.0f, dy, w.v.data(), w.g.data()));
+    ZT_RETURN_IF_ERROR(dense(false, true, rows, cols, hs, 1.0f, 0.0f, dy, w.v.data(), w.g.data()));
     ZT_RETURN_IF_ERROR(
         dense(true, false, cols, hs, rows, 1.0f, beta, w.p16.data(), dy, w.dv.data()));
     causal_softmax_backward_rows(w.g.data(), cols, a, lda, r0, rows, cols);
     round_rows(w.g16.data(), w.g.data(), cols, rows, cols);
     // dq rows = scale·dpreatt·k; dk (+)= scale·dpreattᵀ·q.
-    ZT_RETURN_IF_ERROR(dense(false, false, rows, hs, cols, d.scale, 0.0f, w.g16.data(),
-                             w.k.data(), w.dq.data() + r0 * hs));
+    ZT_RETURN_IF_ERROR(dense(false, false, rows, hs, cols, d.scale, 0.0f, w.g16.data(), w.k.data(),
+                             w.dq.data() + r0 * hs));
     ZT_RETURN_IF_ERROR(dense(true, false, cols, hs, rows, d.scale, beta, w.g16.data(),
                              w.q.data() + r0 * hs, w.dk.data()));
   }
@@ -181,8 +181,8 @@ Status attention_backward_bf16(float* dqkv, const float* dout, const Bf16Bits* q
     copy_head(w, qkv, b, h, d);
     for (int64_t t = 0; t < T; ++t)
       bf16_from_float_array(w.dy.data() + t * hs, dout + (b * T + t) * C + h * hs, hs);
-    ZT_RETURN_IF_ERROR(head_backward(att ? att + bh * T * T : nullptr,
-                                     lse ? lse + bh * T : nullptr, w, d));
+    ZT_RETURN_IF_ERROR(
+        head_backward(att ? att + bh * T * T : nullptr, lse ? lse + bh * T : nullptr, w, d));
     float* dq = dqkv + b * T * 3 * C + h * hs;
     add_rows(dq, 3 * C, w.dq.data(), T, hs);
     add_rows(dq + C, 3 * C, w.dk.data(), T, hs);

@@ -5,10 +5,11 @@
 // creating thread).
 #include "kernels/cpu/matmul.h"
 
+#include <oneapi/dnnl/dnnl.h>
+
 #include <bit>
 #include <memory>
 #include <mutex>
-#include <oneapi/dnnl/dnnl.h>
 #include <oneapi/dnnl/dnnl.hpp>
 #include <type_traits>
 #include <unordered_map>

@@ -71,7 +71,8 @@ Status matmul_bf16(const MatmulDesc& desc, const Bf16Bits* a, const Bf16Bits* b,
 // Name of the oneDNN implementation chosen for `desc` ("brg:avx512_core_amx",
 // "gemm:jit", ...), creating and caching its primitive if needed; "fallback:fp32"
 // when bf16 is widened; "sgemm:jit" for the fp32 shapes that run through
-// dnnl_sgemm instead of a primitive (see matmul.cc). For tests and benchmarks ("ref" would mean slow).
+// dnnl_sgemm instead of a primitive (see matmul.cc). For tests and
+// benchmarks ("ref" would mean slow).
 StatusOr<std::string> matmul_impl_name(const MatmulDesc& desc, bool has_bias, GemmInput input);
 
 // Number of cached primitives (grows by one per new distinct desc).
