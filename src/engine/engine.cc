@@ -171,15 +171,14 @@ Status Engine::boundary_step() {
 
   ZT_ASSIGN_OR_RETURN(const double norm, grad_norm(local_sq));
   info.grad_norm = norm / info.loss_scale;
-  const double clip = config_.gradient_clipping;
-  const double factor = optim::clip_coefficient(norm, info.loss_scale, clip) * info.loss_scale;
-  if (factor != 1.0) {
-    std::span<float> one[] = {grads};
-    optim::unscale_and_clip(one, norm, info.loss_scale, clip);
-  }
+  // Unscaling and clipping are one factor, which the optimizer applies to
+  // each gradient as it reads it (the bits unscale_and_clip would give).
+  const double combined =
+      optim::clip_coefficient(norm, info.loss_scale, config_.gradient_clipping) * info.loss_scale;
+  const float grad_scale = combined == 1.0 ? 1.0f : static_cast<float>(1.0 / combined);
 
   optimizer_->begin_step();
-  ZT_RETURN_IF_ERROR(update_in_sub_groups(grads));
+  ZT_RETURN_IF_ERROR(update_in_sub_groups(grads, grad_scale));
   if (scheduler_) {
     scheduler_->step();
     optim::apply_lr(*scheduler_, *optimizer_);
@@ -191,7 +190,7 @@ Status Engine::boundary_step() {
 }
 
 // The optimizer over the owned partition, in the strategy's sub-groups.
-Status Engine::update_in_sub_groups(std::span<const float> grads) {
+Status Engine::update_in_sub_groups(std::span<const float> grads, float grad_scale) {
   std::span<float> master = strategy_->owned_master();
   std::span<const std::span<float>> states = strategy_->optimizer_states();
   const int64_t sub = strategy_->optimizer_sub_group_size();
@@ -201,7 +200,8 @@ Status Engine::update_in_sub_groups(std::span<const float> grads) {
     const size_t len = std::min(chunk, master.size() - off);
     for (size_t i = 0; i < states.size(); ++i) part[i] = states[i].subspan(off, len);
     ZT_RETURN_IF_ERROR(optimizer_->update(master.subspan(off, len),
-                                          tensor::make_view(grads.subspan(off, len)), part));
+                                          tensor::make_view(grads.subspan(off, len)), part, {},
+                                          grad_scale));
     if (off + len >= master.size()) break;
   }
   return Status();

@@ -157,7 +157,7 @@ class Engine {
   // From this rank's Σ g² over its gradients (squared_l2_norm).
   StatusOr<bool> any_rank_overflowed(double local_sq);
   StatusOr<double> grad_norm(double local_sq);
-  Status update_in_sub_groups(std::span<const float> grads);
+  Status update_in_sub_groups(std::span<const float> grads, float grad_scale);
 
   config::Config config_;
   model::GptModel* model_ = nullptr;

@@ -31,6 +31,7 @@ float load_grad(GradKind kind, const void* grads, size_t i) {
 void adam_portable(const AdamKernelArgs& a, const AdamKernelPtrs& p, size_t n) {
   for (size_t i = 0; i < n; ++i) {
     float grad = load_grad(a.grad_kind, p.grads, i);
+    if (a.scale_grads) grad = grad * a.grad_scale;
     float param = p.params[i];
     if (a.l2_mode) grad = param * a.l2 + grad;
     const float m = p.exp_avg[i] * a.beta1 + grad * a.one_minus_beta1;
@@ -166,6 +167,8 @@ Status adam_update(const AdamOptions& options, int64_t step, const AdamTensors& 
     args.copy_kind = param_copy.dtype == tensor::DType::kFloat16 ? detail::CopyKind::kFp16
                                                                  : detail::CopyKind::kBf16;
   }
+  args.grad_scale = t.grad_scale;
+  args.scale_grads = t.grad_scale != 1.0f;
   const void* grads = t.grads.data();
   args.grad_kind = detail::GradKind::kFp32;
   if (t.grads16.numel > 0) {

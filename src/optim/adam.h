@@ -5,7 +5,7 @@
 // The SIMD level is picked at run time (AVX-512, AVX2, portable; all
 // bit-identical) and the array is split into chunks over OpenMP threads.
 //
-// Per element, step t (1-based), g = grad:
+// Per element, step t (1-based), g = grad_scale * grad (AdamTensors):
 //   Adam mode (adam_w_mode=false) with wd > 0:  g <- g + wd * p
 //   m <- b1*m + (1-b1)*g;   v <- b2*v + (1-b2)*g^2
 //   denom = sqrt(v) / sqrt(1 - b2^t) + eps          (no 1/sqrt(.) if !bias_correction)
@@ -54,6 +54,10 @@ struct AdamTensors {
   std::span<float> exp_avg;     // first moment (m)
   std::span<float> exp_avg_sq;  // second moment (v)
   tensor::ConstTensorView grads16 = {};
+  // Each grad is multiplied by this first, in fp32 (as the grads scaled in
+  // place by it would be): the engine's loss-scale unscaling and gradient
+  // clipping, fused into the update's one pass.
+  float grad_scale = 1.0f;
 };
 
 // Moments owned together, zero-initialised, 64-byte aligned.

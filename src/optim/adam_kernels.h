@@ -17,12 +17,14 @@ struct AdamKernelArgs {
   float beta1, beta2;
   float one_minus_beta1, one_minus_beta2;
   float eps;
-  float step_size;  // lr / (1 - beta1^t), or lr without bias correction
-  float bc2_rsqrt;  // 1 / sqrt(1 - beta2^t), or 1
-  float decay;      // 1 - lr * wd (AdamW mode)
-  float l2;         // wd added to the grad as wd * p (Adam mode)
-  bool decoupled;   // AdamW mode and wd > 0
-  bool l2_mode;     // Adam mode and wd > 0
+  float step_size;   // lr / (1 - beta1^t), or lr without bias correction
+  float bc2_rsqrt;   // 1 / sqrt(1 - beta2^t), or 1
+  float decay;       // 1 - lr * wd (AdamW mode)
+  float l2;          // wd added to the grad as wd * p (Adam mode)
+  bool decoupled;    // AdamW mode and wd > 0
+  bool l2_mode;      // Adam mode and wd > 0
+  float grad_scale;  // each grad is multiplied by it first (the engine's unscale and clip)
+  bool scale_grads;  // grad_scale != 1
   CopyKind copy_kind;
   GradKind grad_kind;
 };

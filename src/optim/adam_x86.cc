@@ -42,10 +42,11 @@ ZT_TARGET_AVX512 size_t avx512_body(const AdamKernelArgs& a, const AdamKernelPtr
   const __m512 omb1 = _mm512_set1_ps(a.one_minus_beta1), omb2 = _mm512_set1_ps(a.one_minus_beta2);
   const __m512 eps = _mm512_set1_ps(a.eps), step = _mm512_set1_ps(a.step_size);
   const __m512 bc2 = _mm512_set1_ps(a.bc2_rsqrt), decay = _mm512_set1_ps(a.decay);
-  const __m512 l2 = _mm512_set1_ps(a.l2);
+  const __m512 l2 = _mm512_set1_ps(a.l2), gscale = _mm512_set1_ps(a.grad_scale);
   size_t i = 0;
   for (; i + 16 <= n; i += 16) {
     __m512 grad = load_grad16<kGrad>(p.grads, i);
+    if (a.scale_grads) grad = _mm512_mul_ps(grad, gscale);
     __m512 param = _mm512_loadu_ps(p.params + i);
     if (a.l2_mode) grad = _mm512_add_ps(_mm512_mul_ps(param, l2), grad);
     const __m512 m =
@@ -74,10 +75,11 @@ ZT_TARGET_AVX2 size_t avx2_body(const AdamKernelArgs& a, const AdamKernelPtrs& p
   const __m256 omb1 = _mm256_set1_ps(a.one_minus_beta1), omb2 = _mm256_set1_ps(a.one_minus_beta2);
   const __m256 eps = _mm256_set1_ps(a.eps), step = _mm256_set1_ps(a.step_size);
   const __m256 bc2 = _mm256_set1_ps(a.bc2_rsqrt), decay = _mm256_set1_ps(a.decay);
-  const __m256 l2 = _mm256_set1_ps(a.l2);
+  const __m256 l2 = _mm256_set1_ps(a.l2), gscale = _mm256_set1_ps(a.grad_scale);
   size_t i = 0;
   for (; i + 8 <= n; i += 8) {
     __m256 grad = load_grad8<kGrad>(p.grads, i);
+    if (a.scale_grads) grad = _mm256_mul_ps(grad, gscale);
     __m256 param = _mm256_loadu_ps(p.params + i);
     if (a.l2_mode) grad = _mm256_add_ps(_mm256_mul_ps(param, l2), grad);
     const __m256 m =

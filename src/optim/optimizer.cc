@@ -22,10 +22,11 @@ class AdamOptimizer final : public Optimizer {
   std::vector<std::string> state_names() const override { return {"exp_avg", "exp_avg_sq"}; }
   void begin_step() override { adam_.begin_step(); }
   Status update(std::span<float> params, tensor::ConstTensorView grads,
-                std::span<const std::span<float>> states,
-                tensor::TensorView param_copy) const override {
+                std::span<const std::span<float>> states, tensor::TensorView param_copy,
+                float grad_scale) const override {
     ZT_RETURN_IF_ERROR(check_state_count(name(), states, 2));
     AdamTensors t{params, {}, states[0], states[1]};
+    t.grad_scale = grad_scale;
     if (grads.dtype == tensor::DType::kFloat32) {
       t.grads = grads.as<float>();
     } else {
@@ -53,8 +54,8 @@ class SgdOptimizer final : public Optimizer {
   }
   void begin_step() override { sgd_.begin_step(); }
   Status update(std::span<float> params, tensor::ConstTensorView grads,
-                std::span<const std::span<float>> states,
-                tensor::TensorView param_copy) const override {
+                std::span<const std::span<float>> states, tensor::TensorView param_copy,
+                float grad_scale) const override {
     const bool momentum = sgd_.options().momentum != 0.0;
     ZT_RETURN_IF_ERROR(check_state_count("sgd", states, momentum ? 1 : 0));
     if (grads.dtype != tensor::DType::kFloat32) {
@@ -62,7 +63,7 @@ class SgdOptimizer final : public Optimizer {
                               std::string(tensor::dtype_name(grads.dtype)));
     }
     const std::span<float> buffer = momentum ? states[0] : std::span<float>();
-    ZT_RETURN_IF_ERROR(sgd_.update({params, grads.as<float>(), buffer}));
+    ZT_RETURN_IF_ERROR(sgd_.update({params, grads.as<float>(), buffer, grad_scale}));
     if (param_copy.numel == 0) return ok_status();
     if (param_copy.dtype == tensor::DType::kFloat32) {
       return invalid_argument("sgd: param_copy must be fp16 or bf16, not fp32");

@@ -44,9 +44,12 @@ class Optimizer {
   // Updates params in place. grads: fp32 (any optimizer) or fp16/bf16
   // (Adam). states: state_count() spans of params.size(). param_copy:
   // empty, or fp16/bf16 of params.size() to receive the new weights.
+  // grad_scale multiplies each grad first (in fp32, bit for bit what
+  // scaling the grads in place would give), so the engine's unscaling and
+  // clipping cost no pass of their own.
   virtual Status update(std::span<float> params, tensor::ConstTensorView grads,
                         std::span<const std::span<float>> states,
-                        tensor::TensorView param_copy = {}) const = 0;
+                        tensor::TensorView param_copy = {}, float grad_scale = 1.0f) const = 0;
 
   virtual double lr() const = 0;
   virtual void set_lr(double lr) = 0;

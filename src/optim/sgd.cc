@@ -16,11 +16,12 @@ Status bad(const std::string& what) { return invalid_argument("SGD: " + what); }
 struct SgdArgs {
   float lr, momentum, dampening_complement, weight_decay;
   bool use_momentum, first, nesterov;
+  float grad_scale;
 };
 
 void sgd_chunk(const SgdArgs& a, float* p, const float* g, float* buf, size_t n) {
   for (size_t i = 0; i < n; ++i) {
-    float d = g[i];
+    float d = a.grad_scale != 1.0f ? g[i] * a.grad_scale : g[i];
     if (a.weight_decay != 0.0f) d = d + a.weight_decay * p[i];
     if (a.use_momentum) {
       const float b = a.first ? d : a.momentum * buf[i] + a.dampening_complement * d;
@@ -73,7 +74,8 @@ Status Sgd::update(const SgdTensors& t) const {
                   static_cast<float>(options_.weight_decay),
                   use_momentum,
                   step_count_ == 1,
-                  options_.nesterov};
+                  options_.nesterov,
+                  t.grad_scale};
   const auto chunks = static_cast<int64_t>((n + kChunk - 1) / kChunk);
 #pragma omp parallel for schedule(static) if (chunks > 1)
   for (int64_t c = 0; c < chunks; ++c) {

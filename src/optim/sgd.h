@@ -36,6 +36,7 @@ struct SgdTensors {
   std::span<float> params;
   std::span<const float> grads;
   std::span<float> momentum_buffer;  // params.size(); may be empty if momentum == 0
+  float grad_scale = 1.0f;           // each grad is multiplied by it first (as AdamTensors)
 };
 
 class Sgd {

@@ -196,6 +196,55 @@ TEST(AdamTest, SixteenBitGradsMatchTheFp32PathOnWidenedGrads) {
   EXPECT_NE(both.message().find("grads or grads16, not both"), std::string::npos);
 }
 
+// grad_scale (the engine's unscaling and clipping, fused) gives exactly the
+// bits of scaling the grads first, on every level, for fp32 and bf16 grads
+// and both weight-decay modes (n leaves tails); a scale of 1 changes nothing.
+TEST(AdamTest, GradScaleEqualsScalingTheGradsFirst) {
+  const size_t n = (size_t{1} << 16) + 37;
+  const float scale = 0.37f;
+  std::vector<float> g(n), scaled(n), p0(n);
+  std::vector<tensor::BFloat16> gb(n);
+  for (size_t i = 0; i < n; ++i) {
+    g[i] = grad_at(1, i) * 3.0f;
+    gb[i] = tensor::to_bfloat16(g[i]);
+    p0[i] = 0.25f + 1e-3f * static_cast<float>(i % 101);
+  }
+  std::vector<SimdLevel> all = simd_levels();
+  all.push_back(SimdLevel::kPortable);
+  for (SimdLevel level : all) {
+    tensor::ScopedSimdLevel scoped(level);
+    for (bool adam_w : {true, false}) {
+      const AdamOptions o{.lr = 1e-2, .weight_decay = 0.1, .adam_w_mode = adam_w};
+      for (bool bf16 : {false, true}) {
+        for (size_t i = 0; i < n; ++i) scaled[i] = (bf16 ? tensor::to_float(gb[i]) : g[i]) * scale;
+        std::vector<float> pa = p0, ma(n), va(n), pb = p0, mb(n), vb(n);
+        ASSERT_TRUE(adam_update(o, 2, {pa, scaled, ma, va}).ok());
+        AdamTensors t{pb, {}, mb, vb};
+        if (bf16) {
+          t.grads16 = tensor::make_view(std::span<const tensor::BFloat16>(gb));
+        } else {
+          t.grads = g;
+        }
+        t.grad_scale = scale;
+        ASSERT_TRUE(adam_update(o, 2, t).ok());
+        for (size_t i = 0; i < n; ++i) {
+          ASSERT_EQ(std::bit_cast<uint32_t>(pb[i]), std::bit_cast<uint32_t>(pa[i]))
+              << tensor::simd_level_name(level) << (bf16 ? " bf16 " : " fp32 ") << adam_w << " "
+              << i;
+          ASSERT_EQ(std::bit_cast<uint32_t>(mb[i]), std::bit_cast<uint32_t>(ma[i])) << i;
+          ASSERT_EQ(std::bit_cast<uint32_t>(vb[i]), std::bit_cast<uint32_t>(va[i])) << i;
+        }
+      }
+    }
+  }
+  std::vector<float> pa = p0, ma(n), va(n), pb = p0, mb(n), vb(n);
+  ASSERT_TRUE(adam_update({.lr = 1e-2}, 1, {pa, g, ma, va}).ok());
+  AdamTensors one{pb, g, mb, vb};
+  one.grad_scale = 1.0f;
+  ASSERT_TRUE(adam_update({.lr = 1e-2}, 1, one).ok());
+  EXPECT_EQ(pa, pb);
+}
+
 TEST(AdamTest, RejectsBadOptionsAndMismatchedTensorsNamingTheField) {
   auto neg = Adam::create({.lr = -1.0});
   ASSERT_FALSE(neg.ok());

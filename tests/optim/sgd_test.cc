@@ -55,6 +55,27 @@ TEST(SgdTest, FirstStepStoresTheUndampedGradInTheBuffer) {
   EXPECT_FLOAT_EQ(p[0], -2.0f - 2.8f);
 }
 
+// grad_scale gives exactly the bits of scaling the grads first, with
+// momentum and weight decay, over two steps.
+TEST(SgdTest, GradScaleEqualsScalingTheGradsFirst) {
+  const SgdOptions o{.lr = 0.05, .momentum = 0.9, .dampening = 0.1, .weight_decay = 0.01};
+  auto a = Sgd::create(o), b = Sgd::create(o);
+  ASSERT_TRUE(a.ok() && b.ok());
+  const size_t n = 37;
+  const float scale = 0.37f;
+  std::vector<float> pa(n, 0.5f), pb(n, 0.5f), ba(n), bb(n), g(n), scaled(n);
+  for (int t = 1; t <= 2; ++t) {
+    for (size_t i = 0; i < n; ++i) {
+      g[i] = grad_at(t, i);
+      scaled[i] = g[i] * scale;
+    }
+    ASSERT_TRUE(a->step({pa, scaled, ba}).ok());
+    ASSERT_TRUE(b->step({pb, g, bb, scale}).ok());
+    EXPECT_EQ(pa, pb) << "step " << t;
+    EXPECT_EQ(ba, bb) << "step " << t;
+  }
+}
+
 TEST(SgdTest, RejectsTorchsInvalidCombinations) {
   auto nesterov = Sgd::create({.lr = 0.1, .nesterov = true});
   ASSERT_FALSE(nesterov.ok());
