@@ -33,7 +33,7 @@ namespace zerotrain::model {
 // (gelu's input; gelu and its backward run at the rounded value). Their
 // fp32 forms are then transient, in backward scratch that is idle during
 // the forward, for every layer: qkv in dqkv, atty in datty, fch in
-// dfch_gelu (the attention widens qkv16 a head at a time, in both passes).
+// dfch_gelu (the attention copies a head of qkv16 at a time, in both passes).
 // 8·B·T·C floats a layer less, and the backward reads bf16 operands
 // without a rounding pass.
 struct LayerActivations {

@@ -99,8 +99,7 @@ Status GptModel::attention_fwd(const LayerActivations& a) {
                : kc::attention_forward(a.atty, a.att, a.qkv, B, T, C, NH);
   }
   // Autocast's qkv: the GEMM's fp32 output rounded and saved; the
-  // attention reads those bits (widened a head at a time) now and in the
-  // backward.
+  // attention's bf16 products read those bits now and in the backward.
   for_blocks(B * T * 3 * C, [&](int64_t i, int64_t len) {
     kc::bf16_from_float_array(a.qkv16 + i, a.qkv + i, len);
   });
