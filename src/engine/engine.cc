@@ -173,9 +173,8 @@ Status Engine::boundary_step() {
   info.grad_norm = norm / info.loss_scale;
   // Unscaling and clipping are one factor, which the optimizer applies to
   // each gradient as it reads it (the bits unscale_and_clip would give).
-  const double combined =
-      optim::clip_coefficient(norm, info.loss_scale, config_.gradient_clipping) * info.loss_scale;
-  const float grad_scale = combined == 1.0 ? 1.0f : static_cast<float>(1.0 / combined);
+  const float grad_scale =
+      optim::unscale_and_clip_factor(norm, info.loss_scale, config_.gradient_clipping);
 
   optimizer_->begin_step();
   ZT_RETURN_IF_ERROR(update_in_sub_groups(grads, grad_scale));

@@ -117,12 +117,23 @@ double clip_coefficient(double total_norm, double loss_scale, double gradient_cl
   return clip > 1.0 ? clip : 1.0;
 }
 
+namespace {
+// 1 / (c * s) in fp32, for combined = c * s.
+float factor_of(double combined) {
+  return combined == 1.0 ? 1.0f : static_cast<float>(1.0 / combined);
+}
+}  // namespace
+
+float unscale_and_clip_factor(double total_norm, double loss_scale, double gradient_clipping) {
+  return factor_of(clip_coefficient(total_norm, loss_scale, gradient_clipping) * loss_scale);
+}
+
 double unscale_and_clip(std::span<const std::span<float>> grads, double total_norm,
                         double loss_scale, double gradient_clipping) {
   const double combined = clip_coefficient(total_norm, loss_scale, gradient_clipping) * loss_scale;
-  if (combined == 1.0) return combined;  // multiplying by 1 changes nothing
-  const auto factor = static_cast<float>(1.0 / combined);
-  for (const auto& g : grads) scale_in_place(g, factor);
+  const float factor = factor_of(combined);
+  if (factor != 1.0f)  // multiplying by 1 changes nothing
+    for (const auto& g : grads) scale_in_place(g, factor);
   return combined;
 }
 

@@ -5,6 +5,9 @@
 //   double local_sq = squared_l2_norm(grads);            // allreduce(sum) local_sq, then
 //   double norm = std::sqrt(global_sq);                  // norm of the *scaled* grads
 //   unscale_and_clip({&grad_span, 1}, norm, scaler.loss_scale(), gradient_clipping);
+//   // or, fused into the optimizer's pass (what the engine does):
+//   opt.update(params, grads, states, {},
+//              unscale_and_clip_factor(norm, scaler.loss_scale(), gradient_clipping));
 //
 // With a loss scale s, clip value C > 0 and the scaled-grad norm n:
 //   c = max(1, (n / s + 1e-6) / C),   g <- g * (1 / (c * s))
@@ -36,7 +39,12 @@ void scale_in_place(std::span<float> x, float factor);
 // The clip coefficient c above (>= 1).
 double clip_coefficient(double total_norm, double loss_scale, double gradient_clipping);
 
-// Multiplies every grad by 1 / (c * loss_scale); returns c * loss_scale.
+// The one multiplier of the unscale and clip, 1 / (c * loss_scale) in
+// fp32; exactly 1 when c * loss_scale is. A fused optimizer applies it as
+// it reads each grad (Optimizer::update's grad_scale).
+float unscale_and_clip_factor(double total_norm, double loss_scale, double gradient_clipping);
+
+// Multiplies every grad by unscale_and_clip_factor; returns c * loss_scale.
 double unscale_and_clip(std::span<const std::span<float>> grads, double total_norm,
                         double loss_scale, double gradient_clipping);
 

@@ -101,6 +101,9 @@ TEST(GradUtilsTest, UnscaleAndClipIsOneMultiply) {
   const double combined = unscale_and_clip(spans, 10.0, 2.0, 1.0);
   EXPECT_DOUBLE_EQ(combined, (5.0 + 1e-6) * 2.0);
   const float factor = static_cast<float>(1.0 / combined);
+  EXPECT_EQ(unscale_and_clip_factor(10.0, 2.0, 1.0), factor);  // the fused optimizers' multiplier
+  EXPECT_EQ(unscale_and_clip_factor(10.0, 2.0, 0.0), 0.5f);
+  EXPECT_EQ(unscale_and_clip_factor(0.5, 1.0, 1.0), 1.0f);  // below the clip, no loss scale
   EXPECT_EQ(g[0], 6.0f * factor);
   EXPECT_EQ(g[1], 8.0f * factor);
   EXPECT_NEAR(std::hypot(g[0], g[1]), 1.0, 1e-6);  // clipped to norm 1
