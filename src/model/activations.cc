@@ -23,6 +23,7 @@ int64_t Activations::plan(const GptConfig& cfg, int64_t B, int64_t T, bool att_l
     take(&l.ln1_mean, BT);
     take(&l.ln1_rstd, BT);
     if (bf16) {
+      l.qkv = l.atty = nullptr;
       take16(&l.qkv16, BT * 3 * C);
       take16(&l.atty16, BT * C);
     } else {
@@ -34,6 +35,7 @@ int64_t Activations::plan(const GptConfig& cfg, int64_t B, int64_t T, bool att_l
     take(&l.ln2_mean, BT);
     take(&l.ln2_rstd, BT);
     if (bf16) {
+      l.fch = nullptr;
       take16(&l.fch16, BT * 4 * C);
     } else {
       take(&l.fch, BT * 4 * C);
@@ -56,16 +58,13 @@ int64_t Activations::plan(const GptConfig& cfg, int64_t B, int64_t T, bool att_l
   }
   take(&dres, BT * C);
   take(&dln, BT * C);
-  take(&datty, BT * C);
-  take(&dqkv, BT * 3 * C);
-  take(&dfch_gelu, BT * 4 * C);
   if (bf16) {
-    for (LayerActivations& l : layers) {
-      l.qkv = dqkv;
-      l.atty = datty;
-      l.fch = dfch_gelu;
-    }
+    datty = dqkv = nullptr;  // in bf16 only, in the operand scratch
+  } else {
+    take(&datty, BT * C);
+    take(&dqkv, BT * 3 * C);
   }
+  take(&dfch_gelu, BT * 4 * C);
   return next;
 }
 

@@ -30,24 +30,24 @@ namespace zerotrain::model {
 // bf16 operand, an elementwise op or the attention are saved in bf16, as
 // autocast keeps them: qkv16 (the attention runs at the rounded values),
 // atty16 (c_proj's input, the bits the GEMM reads anyway) and fch16
-// (gelu's input; gelu and its backward run at the rounded value). Their
-// fp32 forms are then transient, in backward scratch that is idle during
-// the forward, for every layer: qkv in dqkv, atty in datty, fch in
-// dfch_gelu (the attention copies a head of qkv16 at a time, in both passes).
-// 8·B·T·C floats a layer less, and the backward reads bf16 operands
-// without a rounding pass.
+// (gelu's input; gelu and its backward run at the rounded value). The
+// c_attn and c_fc GEMMs and the attention write them rounded, so they have
+// no fp32 form at all (qkv, atty and fch are null), and neither have the
+// attention's gradients d atty and d qkv (datty and dqkv are null: they
+// live in the model's bf16 operand scratch). 8·B·T·C floats a layer and
+// 4·B·T·C of scratch less, and no rounding passes.
 struct LayerActivations {
-  float* ln1_mean;  // [B,T]
-  float* ln1_rstd;  // [B,T]
-  float* qkv;       // [B,T,3C]
-  float* atty;      // [B,T,C] attention output before c_proj
-  float* att;       // [B,NH,T,T] softmax probabilities, or [B,NH,T] their
-                    // log-sum-exp when the attention is recomputed
-  float* res2;      // [B,T,C] residual after attention
-  float* ln2_mean;  // [B,T]
-  float* ln2_rstd;  // [B,T]
-  float* fch;       // [B,T,4C] c_fc output (gelu input)
-  float* res3;      // [B,T,C] block output
+  float* ln1_mean;             // [B,T]
+  float* ln1_rstd;             // [B,T]
+  float* qkv;                  // [B,T,3C] (fp32 only)
+  float* atty;                 // [B,T,C] attention output before c_proj (fp32 only)
+  float* att;                  // [B,NH,T,T] softmax probabilities, or [B,NH,T] their
+                               // log-sum-exp when the attention is recomputed
+  float* res2;                 // [B,T,C] residual after attention
+  float* ln2_mean;             // [B,T]
+  float* ln2_rstd;             // [B,T]
+  float* fch;                  // [B,T,4C] c_fc output (gelu input; fp32 only)
+  float* res3;                 // [B,T,C] block output
   uint16_t* qkv16 = nullptr;   // [B,T,3C] bf16 bits (bf16 only)
   uint16_t* atty16 = nullptr;  // [B,T,C] bf16 bits (bf16 only)
   uint16_t* fch16 = nullptr;   // [B,T,4C] bf16 bits (bf16 only)
@@ -66,17 +66,17 @@ struct Activations {
   // the forward at unit dloss (dln: d lnf, dwte: the chunks' sum) and
   // scaled by the backward's dloss.
   float* logits;
-  float* dwte;                           // [Vp,C]
-  float* losses;                         // [B,T] per-token cross-entropy
+  float* dwte;    // [Vp,C]
+  float* losses;  // [B,T] per-token cross-entropy
   // Scratch, reused by every layer:
-  float* proj;       // [B,T,C] forward: c_proj outputs before the residual add
+  float* proj;  // [B,T,C] forward: c_proj outputs before the residual add
   // fp32 only (bf16 writes both straight into the GEMM's bf16 operand):
   float* ln;         // [B,T,C] the layer's ln_1 / ln_2 output (forward, recomputed in backward)
   float* fch_gelu;   // [B,T,4C] gelu(fch) (forward, recomputed in backward), then d fch
   float* dres;       // [B,T,C] backward: gradient of the residual stream
   float* dln;        // [B,T,C]
-  float* datty;      // [B,T,C]
-  float* dqkv;       // [B,T,3C]
+  float* datty;      // [B,T,C] (fp32 only)
+  float* dqkv;       // [B,T,3C] (fp32 only)
   float* dfch_gelu;  // [B,T,4C]
 
   int64_t head_rows = 0;

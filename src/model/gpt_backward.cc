@@ -50,25 +50,25 @@ Status GptModel::backward_block(int64_t l) {
   // operand scratch one after the other): the same kernels on the same
   // saved inputs give the forward's values bit for bit.
   ZT_RETURN_IF_ERROR(linear_bwd(s.dfch_gelu, dw(kFcProjWeight), dw(kFcProjBias), s.dres,
-                                gelu_operand(a, /*recompute=*/true), wt(kFcProjWeight), 4 * C, C,
+                                gelu_operand(a), wt(kFcProjWeight), 4 * C, C,
                                 /*dinp_accumulate=*/false));
   const Operand dfch = gelu_backward_operand(a);
-  const Operand ln2 =
-      layernorm_operand(a.res2, a.ln2_mean, a.ln2_rstd, w(kLn2Weight), w(kLn2Bias));
+  const Operand ln2 = layernorm_operand(a.res2, a.ln2_mean, a.ln2_rstd, w(kLn2Weight), w(kLn2Bias));
   ZT_RETURN_IF_ERROR(linear_bwd(s.dln, dw(kFcWeight), dw(kFcBias), dfch, ln2, wt(kFcWeight), C,
                                 4 * C, /*dinp_accumulate=*/false));
   // dres (= d res3, the residual branch) += ln_2's input gradient: d res2.
   kc::layernorm_backward(s.dres, dw(kLn2Weight), dw(kLn2Bias), s.dln, a.res2, w(kLn2Weight),
                          a.ln2_mean, a.ln2_rstd, B, T, C);
 
-  // Attention: res2 = x + c_proj(attn(c_attn(ln_1(x)))).
-  ZT_RETURN_IF_ERROR(linear_bwd(s.datty, dw(kAttnProjWeight), dw(kAttnProjBias), s.dres,
-                                attention_operand(a, /*forward=*/false), wt(kAttnProjWeight), C, C,
+  // Attention: res2 = x + c_proj(attn(c_attn(ln_1(x)))). On the bf16 path
+  // d atty and d qkv exist in bf16 only (the attention reads and writes
+  // them so; see attention_bwd).
+  ZT_RETURN_IF_ERROR(linear_bwd(attention_input_gradient(), dw(kAttnProjWeight), dw(kAttnProjBias),
+                                s.dres, attention_operand(a), wt(kAttnProjWeight), C, C,
                                 /*dinp_accumulate=*/false));
-  zero(s.dqkv, BT * 3 * C);
   ZT_RETURN_IF_ERROR(attention_bwd(a));
   const Operand ln1 = layernorm_operand(x, a.ln1_mean, a.ln1_rstd, w(kLn1Weight), w(kLn1Bias));
-  ZT_RETURN_IF_ERROR(linear_bwd(s.dln, dw(kAttnWeight), dw(kAttnBias), s.dqkv, ln1,
+  ZT_RETURN_IF_ERROR(linear_bwd(s.dln, dw(kAttnWeight), dw(kAttnBias), qkv_gradient(), ln1,
                                 wt(kAttnWeight), C, 3 * C, /*dinp_accumulate=*/false));
   kc::layernorm_backward(s.dres, dw(kLn1Weight), dw(kLn1Bias), s.dln, x, w(kLn1Weight), a.ln1_mean,
                          a.ln1_rstd, B, T, C);

@@ -25,18 +25,22 @@ Status GptModel::forward_block(int64_t l) {
   auto w = [&](int slot) { return p(layout_.block_tensor(l, slot)); };
   auto wt = [&](int slot) -> const TensorInfo& { return layout_.block_tensor(l, slot); };
 
+  // qkv and fch: fp32, or on the bf16 path rounded by their GEMMs into the
+  // saved qkv16 and fch16 (the only form the attention and gelu read).
   ZT_RETURN_IF_ERROR(
-      linear_fwd(a.qkv, layernorm_operand(x, a.ln1_mean, a.ln1_rstd, w(kLn1Weight), w(kLn1Bias)),
+      linear_fwd(saved(a.qkv, a.qkv16),
+                 layernorm_operand(x, a.ln1_mean, a.ln1_rstd, w(kLn1Weight), w(kLn1Bias)),
                  wt(kAttnWeight), w(kAttnBias), C, 3 * C));
   ZT_RETURN_IF_ERROR(attention_fwd(a));
-  ZT_RETURN_IF_ERROR(linear_fwd(acts_.proj, attention_operand(a, /*forward=*/true),
-                                wt(kAttnProjWeight), w(kAttnProjBias), C, C));
+  ZT_RETURN_IF_ERROR(
+      linear_fwd(acts_.proj, attention_operand(a), wt(kAttnProjWeight), w(kAttnProjBias), C, C));
   kc::residual_forward(a.res2, x, acts_.proj, B * T * C);
-  ZT_RETURN_IF_ERROR(linear_fwd(
-      a.fch, layernorm_operand(a.res2, a.ln2_mean, a.ln2_rstd, w(kLn2Weight), w(kLn2Bias)),
-      wt(kFcWeight), w(kFcBias), C, 4 * C));
-  ZT_RETURN_IF_ERROR(linear_fwd(acts_.proj, gelu_operand(a, /*recompute=*/false),
-                                wt(kFcProjWeight), w(kFcProjBias), 4 * C, C));
+  ZT_RETURN_IF_ERROR(
+      linear_fwd(saved(a.fch, a.fch16),
+                 layernorm_operand(a.res2, a.ln2_mean, a.ln2_rstd, w(kLn2Weight), w(kLn2Bias)),
+                 wt(kFcWeight), w(kFcBias), C, 4 * C));
+  ZT_RETURN_IF_ERROR(
+      linear_fwd(acts_.proj, gelu_operand(a), wt(kFcProjWeight), w(kFcProjBias), 4 * C, C));
   kc::residual_forward(a.res3, a.res2, acts_.proj, B * T * C);
   return ok_status();
 }

@@ -3,6 +3,7 @@
 // unless a kernel wrote them in bf16 already); the kernels that write a
 // GEMM's operand (layernorm, gelu) and the attention, for either path.
 #include <algorithm>
+#include <cstring>
 
 #include "kernels/cpu/ops.h"
 #include "model/gpt_model.h"
@@ -44,6 +45,11 @@ const float* GptModel::as_f32(Operand x) {
   return x.f32;
 }
 
+float* GptModel::as_f32(Output x) {
+  ZT_CHECK(x.f32 != nullptr, "a bf16 output on the fp32 path");
+  return x.f32;
+}
+
 const kc::Bf16Bits* GptModel::weight_bf16(const TensorInfo& t) {
   if (const kc::Bf16Bits* view = param16_base_[t.group]) {
     return view + (t.offset - layout_.groups()[t.group].offset);
@@ -51,24 +57,30 @@ const kc::Bf16Bits* GptModel::weight_bf16(const TensorInfo& t) {
   return to_bf16(w16_, p(t), t.numel);
 }
 
-Status GptModel::linear_fwd(float* out, Operand inp, const TensorInfo& w, const float* b,
-                            int64_t C, int64_t OC) {
-  if (!options_.bf16_compute) return kc::linear_forward(out, as_f32(inp), p(w), b, B_, T_, C, OC);
+Status GptModel::linear_fwd(Output out, Operand inp, const TensorInfo& w, const float* b, int64_t C,
+                            int64_t OC) {
+  if (!options_.bf16_compute)
+    return kc::linear_forward(as_f32(out), as_f32(inp), p(w), b, B_, T_, C, OC);
   const kc::Bf16Bits* w16 = weight_bf16(w);
   const kc::Bf16Bits* x16 = as_bf16(inp, x16_, B_ * T_ * C);
-  return kc::linear_forward_bf16(out, x16, w16, b, B_, T_, C, OC);
+  if (out.bf16 != nullptr) return kc::linear_forward_bf16(out.bf16, x16, w16, b, B_, T_, C, OC);
+  return kc::linear_forward_bf16(out.f32, x16, w16, b, B_, T_, C, OC);
 }
 
-Status GptModel::linear_bwd(float* dinp, float* dw, float* db, Operand dout, Operand inp,
+Status GptModel::linear_bwd(Output dinp, float* dw, float* db, Operand dout, Operand inp,
                             const TensorInfo& w, int64_t C, int64_t OC, bool dinp_accumulate) {
   if (!options_.bf16_compute) {
-    return kc::linear_backward(dinp, dw, db, as_f32(dout), as_f32(inp), p(w), B_, T_, C, OC,
+    return kc::linear_backward(as_f32(dinp), dw, db, as_f32(dout), as_f32(inp), p(w), B_, T_, C, OC,
                                dinp_accumulate);
   }
   const kc::Bf16Bits* w16 = weight_bf16(w);
   const kc::Bf16Bits* x16 = as_bf16(inp, x16_, B_ * T_ * C);
   const kc::Bf16Bits* d16 = as_bf16(dout, d16_, B_ * T_ * OC);
-  return kc::linear_backward_bf16(dinp, dw, db, d16, x16, w16, B_, T_, C, OC, dinp_accumulate);
+  if (dinp.bf16 != nullptr) {
+    ZT_CHECK(!dinp_accumulate, "a bf16 input gradient is overwritten, not accumulated");
+    return kc::linear_backward_bf16(dinp.bf16, dw, db, d16, x16, w16, B_, T_, C, OC);
+  }
+  return kc::linear_backward_bf16(dinp.f32, dw, db, d16, x16, w16, B_, T_, C, OC, dinp_accumulate);
 }
 
 GptModel::Operand GptModel::layernorm_operand(const float* x, float* mean, float* rstd,
@@ -81,14 +93,14 @@ GptModel::Operand GptModel::layernorm_operand(const float* x, float* mean, float
   return x16();
 }
 
-GptModel::Operand GptModel::attention_operand(const LayerActivations& a, bool forward) {
+GptModel::Operand GptModel::attention_operand(const LayerActivations& a) {
   if (!options_.bf16_compute) return a.atty;
-  if (forward) {
-    for_blocks(B_ * T_ * cfg_.n_embd, [&](int64_t i, int64_t len) {
-      kc::bf16_from_float_array(a.atty16 + i, a.atty + i, len);
-    });
-  }
   return a.atty16;
+}
+
+GptModel::Output GptModel::attention_input_gradient() {
+  if (!options_.bf16_compute) return acts_.datty;
+  return x16();  // read by attention_bwd; c_attn's ln_1 recompute reuses it after
 }
 
 Status GptModel::attention_fwd(const LayerActivations& a) {
@@ -98,12 +110,9 @@ Status GptModel::attention_fwd(const LayerActivations& a) {
     return lse ? kc::attention_forward_lse(a.atty, a.att, a.qkv, B, T, C, NH)
                : kc::attention_forward(a.atty, a.att, a.qkv, B, T, C, NH);
   }
-  // Autocast's qkv: the GEMM's fp32 output rounded and saved; the
-  // attention's bf16 products read those bits now and in the backward.
-  for_blocks(B * T * 3 * C, [&](int64_t i, int64_t len) {
-    kc::bf16_from_float_array(a.qkv16 + i, a.qkv + i, len);
-  });
-  return kc::attention_forward_bf16(a.atty, lse ? nullptr : a.att, lse ? a.att : nullptr, a.qkv16,
+  // Autocast's qkv (the c_attn GEMM wrote it rounded); the output is
+  // rounded into the saved atty16, c_proj's operand.
+  return kc::attention_forward_bf16(a.atty16, lse ? nullptr : a.att, lse ? a.att : nullptr, a.qkv16,
                                     B, T, C, NH);
 }
 
@@ -112,11 +121,18 @@ Status GptModel::attention_bwd(const LayerActivations& a) {
   const bool lse = options_.recompute_attention;
   Activations& s = acts_;
   if (!options_.bf16_compute) {
+    std::memset(s.dqkv, 0, static_cast<size_t>(B * T * 3 * C) * sizeof(float));  // it adds
     return lse ? kc::attention_backward_lse(s.dqkv, s.datty, a.qkv, a.att, B, T, C, NH)
                : kc::attention_backward(s.dqkv, s.datty, a.qkv, a.att, B, T, C, NH);
   }
-  return kc::attention_backward_bf16(s.dqkv, s.datty, a.qkv16, lse ? nullptr : a.att,
+  // d atty in x16 (attention_input_gradient); d qkv overwritten into d16.
+  return kc::attention_backward_bf16(d16(), x16(), a.qkv16, lse ? nullptr : a.att,
                                      lse ? a.att : nullptr, B, T, C, NH);
+}
+
+GptModel::Operand GptModel::qkv_gradient() {
+  if (!options_.bf16_compute) return acts_.dqkv;
+  return d16();
 }
 
 GptModel::Operand GptModel::gelu_backward_operand(const LayerActivations& a) {
@@ -130,17 +146,13 @@ GptModel::Operand GptModel::gelu_backward_operand(const LayerActivations& a) {
   return d16();
 }
 
-GptModel::Operand GptModel::gelu_operand(const LayerActivations& a, bool recompute) {
+GptModel::Operand GptModel::gelu_operand(const LayerActivations& a) {
   const int64_t n = B_ * T_ * 4 * cfg_.n_embd;
   if (!options_.bf16_compute) {
     kc::gelu_forward(acts_.fch_gelu, a.fch, n);
     return acts_.fch_gelu;
   }
-  if (recompute) {
-    kc::gelu_forward_bf16(x16(), a.fch16, n);
-  } else {
-    kc::gelu_forward_bf16(a.fch16, x16(), a.fch, n);
-  }
+  kc::gelu_forward_bf16(x16(), a.fch16, n);  // at autocast's fch, as the c_fc GEMM rounded it
   return x16();
 }
 

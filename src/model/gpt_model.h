@@ -94,10 +94,10 @@ struct GptModelOptions {
   // bf16 mixed precision: every GEMM (the four linears of each block and
   // the lm head, forward and backward) reads bf16 copies of its weight and
   // inputs and accumulates in fp32. The kernels before a GEMM (layernorm,
-  // gelu, gelu's backward) write its operand in bf16 directly, and the
-  // c_fc output (gelu's input) and attention output are saved in bf16, as
-  // autocast keeps them (activations.h); the parameters, gradients, the
-  // residual stream and all other ops stay fp32.
+  // gelu, gelu's backward, the attention) write its operand in bf16
+  // directly, and qkv, the c_fc output (gelu's input) and the attention
+  // output exist in bf16 only, as autocast keeps them (activations.h); the
+  // parameters, gradients, the residual stream and all other ops stay fp32.
   bool bf16_compute = false;
   // Keep only the softmax's log-sum-exp [B,NH,T] per layer and recompute
   // the attention map in the backward (kernels' attention_*_lse: ~5% more
@@ -191,7 +191,7 @@ class GptModel {
   void return_activation_memory() { activations_lent_ = false; }
   bool activation_memory_lent() const { return activations_lent_; }
 
-  std::span<const float> losses() const;                // [B*T] of the last forward
+  std::span<const float> losses() const;  // [B*T] of the last forward
   // [B,T,Vp] of the last forward (full_logits only; else the last chunk's
   // rows, on the fp32 path overwritten by their dlogits when for_backward).
   const float* logits() const { return acts_.logits; }
@@ -222,17 +222,32 @@ class GptModel {
   // An activation operand of a linear layer: fp32, or on the bf16 path
   // possibly bf16 already (a kernel wrote it rounded, or it was saved so).
   struct Operand {
-    Operand(const float* p) : f32(p) {}               // NOLINT: implicit on purpose
+    Operand(const float* p) : f32(p) {}                    // NOLINT: implicit on purpose
     Operand(const kernels::cpu::Bf16Bits* p) : bf16(p) {}  // NOLINT
     const float* f32 = nullptr;
     const kernels::cpu::Bf16Bits* bf16 = nullptr;
   };
+  // Where a linear layer writes its output (or input gradient): fp32, or
+  // on the bf16 path, when bf16 is set, rounded to bf16 by the GEMM itself
+  // (for tensors the next op reads only in bf16).
+  struct Output {
+    Output(float* p) : f32(p) {}                    // NOLINT: implicit on purpose
+    Output(kernels::cpu::Bf16Bits* p) : bf16(p) {}  // NOLINT
+    float* f32 = nullptr;
+    kernels::cpu::Bf16Bits* bf16 = nullptr;
+  };
+  // A saved GEMM output: the fp32 path's array or the bf16 path's (the
+  // other one is null in each path's activations).
+  Output saved(float* f32, uint16_t* bf16) const {
+    return options_.bf16_compute ? Output(bf16) : Output(f32);
+  }
   // The linear layer of the current (B_, T_), fp32 or bf16 per options; a
   // bf16 path's fp32 operand is rounded into the operand scratch first.
-  Status linear_fwd(float* out, Operand inp, const TensorInfo& w, const float* b, int64_t C,
+  Status linear_fwd(Output out, Operand inp, const TensorInfo& w, const float* b, int64_t C,
                     int64_t OC);
-  // dinp_accumulate false: dinp is overwritten (a fresh scratch, not zeroed).
-  Status linear_bwd(float* dinp, float* dw, float* db, Operand dout, Operand inp,
+  // dinp_accumulate false: dinp is overwritten (a fresh scratch, not zeroed;
+  // a bf16 dinp always is).
+  Status linear_bwd(Output dinp, float* dw, float* db, Operand dout, Operand inp,
                     const TensorInfo& w, int64_t C, int64_t OC, bool dinp_accumulate = true);
   // Weight tensor t as a bf16 GEMM operand: its group's bf16 view, or its
   // fp32 values rounded into the weight scratch.
@@ -241,22 +256,28 @@ class GptModel {
   // operand: fp32 in acts_.ln, or bf16 straight into the input scratch.
   Operand layernorm_operand(const float* x, float* mean, float* rstd, const float* w,
                             const float* b);
-  // gelu(fch) of layer l as the c_proj GEMM's operand: the forward's
-  // (bf16: also saves fch16) or the backward's recompute.
-  Operand gelu_operand(const LayerActivations& a, bool recompute);
+  // gelu(fch) of layer l as the c_proj GEMM's operand, in the forward and
+  // again (recomputed, the same bits) in the backward.
+  Operand gelu_operand(const LayerActivations& a);
   // d fch from d gelu(fch) (acts_.dfch_gelu) as the c_fc GEMM's dout.
   Operand gelu_backward_operand(const LayerActivations& a);
-  // The attention output as c_proj's input; bf16: the forward rounds it
-  // into the saved atty16.
-  Operand attention_operand(const LayerActivations& a, bool forward);
+  // The attention output as c_proj's input (bf16: the saved atty16).
+  Operand attention_operand(const LayerActivations& a);
   // Layer a's attention, forward (qkv -> atty, saving att or lse) and
-  // backward (datty -> dqkv, which it adds into). bf16: the forward rounds
-  // the GEMM's fp32 qkv into the saved qkv16, which both passes read.
+  // backward (d atty -> d qkv). fp32: the backward reads acts_.datty and
+  // writes acts_.dqkv. bf16: both passes read the saved qkv16 (the c_attn
+  // GEMM's rounded output); the forward writes atty16, the backward reads
+  // d atty from x16 and overwrites d qkv into d16, in bf16.
   Status attention_fwd(const LayerActivations& a);
   Status attention_bwd(const LayerActivations& a);
+  // Where c_proj's backward writes d atty for attention_bwd, and where
+  // attention_bwd left d qkv for the c_attn backward.
+  Output attention_input_gradient();
+  Operand qkv_gradient();
   const kernels::cpu::Bf16Bits* as_bf16(Operand x, tensor::AlignedBuffer<tensor::BFloat16>& scratch,
                                         int64_t n);
   static const float* as_f32(Operand x);
+  static float* as_f32(Output x);
   kernels::cpu::Bf16Bits* x16() { return reinterpret_cast<kernels::cpu::Bf16Bits*>(x16_.data()); }
   kernels::cpu::Bf16Bits* d16() { return reinterpret_cast<kernels::cpu::Bf16Bits*>(d16_.data()); }
   // The tied lm head over `rows` rows of lnf (gpt_linear.cc): logits =
@@ -281,9 +302,9 @@ class GptModel {
   tensor::AlignedBuffer<tensor::BFloat16> w16_, x16_, d16_;
   float* flat_params_ = nullptr;
   float* flat_grads_ = nullptr;
-  std::vector<float*> param_base_, grad_base_;  // [num_groups]
+  std::vector<float*> param_base_, grad_base_;               // [num_groups]
   std::vector<const kernels::cpu::Bf16Bits*> param16_base_;  // [num_groups], bf16 views
-  const kernels::cpu::Bf16Bits* head_w16_ = nullptr;  // wte in bf16 for this pass's head
+  const kernels::cpu::Bf16Bits* head_w16_ = nullptr;         // wte in bf16 for this pass's head
   GroupHooks hooks_;
   Activations acts_;
   std::vector<int32_t> tokens_, targets_;  // [B*T] of the current pass

@@ -303,5 +303,52 @@ TEST_P(Bf16Matmul, WithinBf16RoundingOfFp32) {
 INSTANTIATE_TEST_SUITE_P(AllTransposes, Bf16Matmul,
                          ::testing::Combine(::testing::Bool(), ::testing::Bool()));
 
+// A bf16 C holds the fp32-output product (same inputs, same bias) rounded
+// to nearest even, bit for bit, for every transpose, with and without a
+// bias, and as a column block of a wider C whose gaps stay untouched.
+TEST_P(Bf16Matmul, Bf16OutputIsTheFp32OutputRounded) {
+  const auto [ta, tb] = GetParam();
+  constexpr int64_t M = 37, N = 29, K = 70, ldc = 40;
+  auto a = random_floats(M * K, 31), b = random_floats(K * N, 32), bias = random_floats(N, 33);
+  std::vector<Bf16Bits> ah(a.size()), bh(b.size());
+  bf16_from_float_array(ah.data(), a.data(), a.size());
+  bf16_from_float_array(bh.data(), b.data(), b.size());
+  for (const float* bp :
+       {static_cast<const float*>(nullptr), static_cast<const float*>(bias.data())}) {
+    MatmulDesc d{.m = M, .n = N, .k = K, .trans_a = ta, .trans_b = tb, .ldc = ldc};
+    std::vector<float> wide(M * ldc, 0.0f);
+    ASSERT_TRUE(matmul_bf16(d, ah.data(), bh.data(), bp, wide.data()).ok());
+    const Bf16Bits gap = 0x1234;
+    std::vector<Bf16Bits> c(M * ldc, gap);
+    ASSERT_TRUE(matmul_bf16(d, ah.data(), bh.data(), bp, c.data()).ok());
+    for (int64_t i = 0; i < M; ++i)
+      for (int64_t j = 0; j < ldc; ++j) {
+        const Bf16Bits want = j < N ? bf16_from_float(wide[i * ldc + j]) : gap;
+        ASSERT_EQ(c[i * ldc + j], want) << "row " << i << " col " << j << (bp ? " bias" : "");
+      }
+  }
+}
+
+TEST(Bf16Matmul, Bf16OutputRefusesBetaAndScaledBiasAndRoundsAnEmptyK) {
+  std::vector<Bf16Bits> a(12, bf16_from_float(1.0f)), b(12, bf16_from_float(2.0f)), c(16);
+  std::vector<float> bias = {0.5f, 1.0f / 3, -2.0f, 7.0f};
+  EXPECT_EQ(matmul_bf16(MatmulDesc{.m = 4, .n = 4, .k = 3, .beta = 1.0f}, a.data(), b.data(),
+                        nullptr, c.data())
+                .code(),
+            StatusCode::kInvalidArgument);
+  EXPECT_EQ(matmul_bf16(MatmulDesc{.m = 4, .n = 4, .k = 3, .alpha = 0.5f}, a.data(), b.data(),
+                        bias.data(), c.data())
+                .code(),
+            StatusCode::kInvalidArgument);
+  ASSERT_TRUE(matmul_bf16(MatmulDesc{.m = 4, .n = 4, .k = 3, .alpha = 0.5f}, a.data(), b.data(),
+                          nullptr, c.data())
+                  .ok());
+  EXPECT_EQ(float_from_bf16(c[5]), 3.0f);  // 0.5 · 3 · (1 · 2)
+  ASSERT_TRUE(
+      matmul_bf16(MatmulDesc{.m = 4, .n = 4, .k = 0}, a.data(), b.data(), bias.data(), c.data())
+          .ok());
+  for (int64_t i = 0; i < 16; ++i) EXPECT_EQ(c[i], bf16_from_float(bias[i % 4])) << i;
+}
+
 }  // namespace
 }  // namespace zerotrain::kernels::cpu

@@ -59,23 +59,25 @@ Status attention_backward_lse(float* dqkv,        // [B,T,3C] +=
 // The bf16 path's forms, as autocast runs attention: qkv as saved in bf16,
 // every product bf16 x bf16 with fp32 accumulation (on AMX where oneDNN
 // has it), softmax and its backward in fp32. att is rounded to bf16 for
-// att·v and attᵀ·dy, dout for its two products, d preatt for dq and dk;
-// att, lse, out and dqkv stay fp32. Exactly one of att (the saved map, as
-// attention_forward) and lse (as attention_forward_lse) is non-null, else
-// InvalidArgument. Each thread keeps dense copies of a head's q, k, v (and
-// dout, and its fp32 dq, dk, dv) and its [64,T] blocks: about
-// 20·T·hs + 12·64·T bytes.
-Status attention_forward_bf16(float* out,           // [B,T,C]
+// att·v and attᵀ·dy, d preatt for dq and dk; att and lse stay fp32. out
+// and dqkv are written in bf16, rounded once from their fp32 sums (the
+// next GEMM reads them in bf16 only), and dout comes in bf16. dqkv is
+// overwritten (every element, heads own disjoint columns). Exactly one of
+// att (the saved map, as attention_forward) and lse (as
+// attention_forward_lse) is non-null, else InvalidArgument. Each thread
+// keeps dense copies of a head's q, k, v (and dout, and its fp32 dq, dk,
+// dv) and its [64,T] blocks: about 20·T·hs + 12·64·T bytes.
+Status attention_forward_bf16(Bf16Bits* out,        // [B,T,C] bf16
                               float* att,           // [B,NH,T,T] or nullptr
                               float* lse,           // [B,NH,T] or nullptr
                               const Bf16Bits* qkv,  // [B,T,3C]
                               int64_t B, int64_t T, int64_t C, int64_t NH);
 
-Status attention_backward_bf16(float* dqkv,          // [B,T,3C] +=
-                               const float* dout,    // [B,T,C]
-                               const Bf16Bits* qkv,  // [B,T,3C] forward input
-                               const float* att,     // [B,NH,T,T] or nullptr
-                               const float* lse,     // [B,NH,T] or nullptr
+Status attention_backward_bf16(Bf16Bits* dqkv,        // [B,T,3C] bf16, overwritten
+                               const Bf16Bits* dout,  // [B,T,C]
+                               const Bf16Bits* qkv,   // [B,T,3C] forward input
+                               const float* att,      // [B,NH,T,T] or nullptr
+                               const float* lse,      // [B,NH,T] or nullptr
                                int64_t B, int64_t T, int64_t C, int64_t NH);
 
 }  // namespace zerotrain::kernels::cpu

@@ -1,16 +1,17 @@
 // The attention's bf16 forms (see attention.h), run as autocast runs
 // q·kᵀ and att·v: every product takes bf16 operands and accumulates in
 // fp32, and softmax and its backward stay fp32. So att is rounded to bf16
-// for att·v and for dv = attᵀ·dy, dy is rounded for its two products, and
-// d preatt for dq and dk.
+// for att·v and for dv = attᵀ·dy, and d preatt for dq and dk; dy comes in
+// bf16 (c_proj's input gradient), and out and dqkv are rounded once at the
+// end, as the GEMMs next to them read them in bf16 only.
 //
 // Why its own loop rather than the fp32 one on widened inputs: oneDNN runs
 // a bf16 product on AMX only when every operand and the output are dense,
 // and then a head's block products are 3-7x faster than the fp32 ones
 // (gemm:jit on strided views). So each head first copies its q, k, v (and
-// in the backward its dy, rounded) into dense [T, hs] blocks, every block
-// product writes a dense output, and the results are copied (out) or added
-// (dqkv) into the strided tensors once per head.
+// in the backward its dy) into dense [T, hs] blocks, every block
+// product writes a dense output, and the results are rounded into the
+// strided bf16 tensors (out, dqkv) once per head.
 #include <algorithm>
 #include <cstring>
 #include <vector>
@@ -84,8 +85,8 @@ void round_rows(Bf16Bits* dst, const float* src, int64_t ld, int64_t rows, int64
 }
 
 // One head: att = softmax_causal(scale·q·kᵀ) by row blocks, kept in `att`
-// ([T,T]) or as lse ([T]); y (ld C) = bf16(att)·v.
-Status head_forward(float* y, float* att, float* lse, HeadBlocks& w, const HeadDims& d) {
+// ([T,T]) or as lse ([T]); y (ld C) = bf16(bf16(att)·v).
+Status head_forward(Bf16Bits* y, float* att, float* lse, HeadBlocks& w, const HeadDims& d) {
   const int64_t T = d.T, C = d.C, hs = d.hs;
   for (int64_t r0 = 0; r0 < T; r0 += kRowBlock) {
     const int64_t rows = std::min(kRowBlock, T - r0), cols = r0 + rows;
@@ -101,9 +102,8 @@ Status head_forward(float* y, float* att, float* lse, HeadBlocks& w, const HeadD
     round_rows(w.p16.data(), w.s.data(), cols, rows, cols);
     ZT_RETURN_IF_ERROR(
         dense(false, false, rows, hs, cols, 1.0f, 0.0f, w.p16.data(), w.v.data(), w.y.data()));
-    for (int64_t i = 0; i < rows; ++i) {
-      std::memcpy(y + (r0 + i) * C, w.y.data() + i * hs, static_cast<size_t>(hs) * sizeof(float));
-    }
+    for (int64_t i = 0; i < rows; ++i)
+      bf16_from_float_array(y + (r0 + i) * C, w.y.data() + i * hs, hs);
   }
   return ok_status();
 }
@@ -141,19 +141,14 @@ Status head_backward(const float* att, const float* lse, HeadBlocks& w, const He
   return ok_status();
 }
 
-// dst rows (ld apart) += src [T, hs].
-void add_rows(float* dst, int64_t ld, const float* src, int64_t T, int64_t hs) {
-  for (int64_t t = 0; t < T; ++t) {
-    float* o = dst + t * ld;
-    const float* i = src + t * hs;
-#pragma omp simd
-    for (int64_t j = 0; j < hs; ++j) o[j] += i[j];
-  }
+// dst rows (ld apart) = bf16(src [T, hs]).
+void round_into_rows(Bf16Bits* dst, int64_t ld, const float* src, int64_t T, int64_t hs) {
+  for (int64_t t = 0; t < T; ++t) bf16_from_float_array(dst + t * ld, src + t * hs, hs);
 }
 
 }  // namespace
 
-Status attention_forward_bf16(float* out, float* att, float* lse, const Bf16Bits* qkv, int64_t B,
+Status attention_forward_bf16(Bf16Bits* out, float* att, float* lse, const Bf16Bits* qkv, int64_t B,
                               int64_t T, int64_t C, int64_t NH) {
   ZT_ASSIGN_OR_RETURN(HeadDims d, make_head_dims(B, T, C, NH));
   if ((att == nullptr) == (lse == nullptr))
@@ -168,7 +163,7 @@ Status attention_forward_bf16(float* out, float* att, float* lse, const Bf16Bits
   });
 }
 
-Status attention_backward_bf16(float* dqkv, const float* dout, const Bf16Bits* qkv,
+Status attention_backward_bf16(Bf16Bits* dqkv, const Bf16Bits* dout, const Bf16Bits* qkv,
                                const float* att, const float* lse, int64_t B, int64_t T, int64_t C,
                                int64_t NH) {
   ZT_ASSIGN_OR_RETURN(HeadDims d, make_head_dims(B, T, C, NH));
@@ -180,13 +175,14 @@ Status attention_backward_bf16(float* dqkv, const float* dout, const Bf16Bits* q
     HeadBlocks& w = head_blocks(d, /*backward=*/true);
     copy_head(w, qkv, b, h, d);
     for (int64_t t = 0; t < T; ++t)
-      bf16_from_float_array(w.dy.data() + t * hs, dout + (b * T + t) * C + h * hs, hs);
+      std::memcpy(w.dy.data() + t * hs, dout + (b * T + t) * C + h * hs,
+                  static_cast<size_t>(hs) * sizeof(Bf16Bits));
     ZT_RETURN_IF_ERROR(
         head_backward(att ? att + bh * T * T : nullptr, lse ? lse + bh * T : nullptr, w, d));
-    float* dq = dqkv + b * T * 3 * C + h * hs;
-    add_rows(dq, 3 * C, w.dq.data(), T, hs);
-    add_rows(dq + C, 3 * C, w.dk.data(), T, hs);
-    add_rows(dq + 2 * C, 3 * C, w.dv.data(), T, hs);
+    Bf16Bits* dq = dqkv + b * T * 3 * C + h * hs;
+    round_into_rows(dq, 3 * C, w.dq.data(), T, hs);
+    round_into_rows(dq + C, 3 * C, w.dk.data(), T, hs);
+    round_into_rows(dq + 2 * C, 3 * C, w.dv.data(), T, hs);
     return ok_status();
   });
 }

@@ -71,16 +71,6 @@ void parallel_blocks(int64_t N, Fn&& fn) {
   });
 }
 
-void gelu_forward_bf16(Bf16Bits* saved, Bf16Bits* out, const float* inp, int64_t N) {
-  parallel_blocks(N, [&](int64_t b, int64_t n) {
-    alignas(64) float x[kBlock], y[kBlock];
-    bf16_from_float_array(saved + b, inp + b, n);
-    float_from_bf16_array(x, saved + b, n);
-    gelu_forward_range(y, x, n);
-    bf16_from_float_array(out + b, y, n);
-  });
-}
-
 void gelu_forward_bf16(Bf16Bits* out, const Bf16Bits* inp, int64_t N) {
   parallel_blocks(N, [&](int64_t b, int64_t n) {
     alignas(64) float x[kBlock], y[kBlock];

@@ -30,14 +30,8 @@ void gelu_backward(float* dinp,        // [N] +=
                    const float* dout,  // [N]
                    int64_t N, bool accumulate = true);
 
-// saved = bf16(inp); out = bf16(gelu(saved)).
-void gelu_forward_bf16(Bf16Bits* saved,    // [N]
-                       Bf16Bits* out,      // [N]
-                       const float* inp,   // [N]
-                       int64_t N);
-
-// out = bf16(gelu(inp)): the backward's recompute from the saved input,
-// the same bits as the forward's out.
+// out = bf16(gelu(inp)) at a bf16 input (autocast's c_fc output), in the
+// forward and in the backward's recompute alike.
 void gelu_forward_bf16(Bf16Bits* out,        // [N]
                        const Bf16Bits* inp,  // [N]
                        int64_t N);

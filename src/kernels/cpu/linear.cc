@@ -20,6 +20,12 @@ Status linear_forward_bf16(float* out, const Bf16Bits* inp, const Bf16Bits* weig
                      out);
 }
 
+Status linear_forward_bf16(Bf16Bits* out, const Bf16Bits* inp, const Bf16Bits* weight,
+                           const float* bias, int64_t B, int64_t T, int64_t C, int64_t OC) {
+  return matmul_bf16(MatmulDesc{.m = B * T, .n = OC, .k = C, .trans_b = true}, inp, weight, bias,
+                     out);
+}
+
 namespace {
 
 // dbias[o] += Σ_rows dout[row, o]; parallel over output channels, each
@@ -50,8 +56,8 @@ void add_column_sums(float* dbias, const T* dout, int64_t rows, int64_t OC, At a
 }
 
 // The three products of the backward, fp32 or bf16 operands alike.
-template <typename T, typename Gemm>
-Status linear_backward_gemms(float* dinp, float* dweight, const T* dout, const T* inp,
+template <typename T, typename Out, typename Gemm>
+Status linear_backward_gemms(Out* dinp, float* dweight, const T* dout, const T* inp,
                              const T* weight, int64_t rows, int64_t C, int64_t OC, Gemm gemm,
                              bool dinp_accumulate) {
   if (dinp) {
@@ -65,6 +71,10 @@ Status linear_backward_gemms(float* dinp, float* dweight, const T* dout, const T
                           dout, inp, nullptr, dweight));
   return ok_status();
 }
+
+// matmul_bf16 into an fp32 or a bf16 C: one callable for linear_backward_gemms.
+constexpr auto bf16_gemm = [](const MatmulDesc& d, const Bf16Bits* a, const Bf16Bits* b,
+                              const float* bias, auto* c) { return matmul_bf16(d, a, b, bias, c); };
 
 }  // namespace
 
@@ -81,7 +91,16 @@ Status linear_backward_bf16(float* dinp, float* dweight, float* dbias, const Bf1
                             const Bf16Bits* inp, const Bf16Bits* weight, int64_t B, int64_t T,
                             int64_t C, int64_t OC, bool dinp_accumulate) {
   ZT_RETURN_IF_ERROR(linear_backward_gemms(dinp, dweight, dout, inp, weight, B * T, C, OC,
-                                           matmul_bf16, dinp_accumulate));
+                                           bf16_gemm, dinp_accumulate));
+  if (dbias) add_column_sums(dbias, dout, B * T, OC, [](Bf16Bits h) { return float_from_bf16(h); });
+  return ok_status();
+}
+
+Status linear_backward_bf16(Bf16Bits* dinp, float* dweight, float* dbias, const Bf16Bits* dout,
+                            const Bf16Bits* inp, const Bf16Bits* weight, int64_t B, int64_t T,
+                            int64_t C, int64_t OC) {
+  ZT_RETURN_IF_ERROR(linear_backward_gemms(dinp, dweight, dout, inp, weight, B * T, C, OC,
+                                           bf16_gemm, /*dinp_accumulate=*/false));
   if (dbias) add_column_sums(dbias, dout, B * T, OC, [](Bf16Bits h) { return float_from_bf16(h); });
   return ok_status();
 }

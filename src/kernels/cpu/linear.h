@@ -5,7 +5,9 @@
 //
 //   ZT_RETURN_IF_ERROR(linear_forward(y, x, w, b, B, T, C, OC));
 //   ZT_RETURN_IF_ERROR(linear_backward(dx, dw, db, dy, x, w, B, T, C, OC));
-// The *_bf16 variants take bf16 operands and keep fp32 outputs and grads.
+// The *_bf16 variants take bf16 operands and keep fp32 outputs and grads
+// (or, in their Bf16Bits-output overloads, round the output or the input
+// gradient to bf16; parameter gradients are always fp32).
 //
 // Threads: oneDNN/OpenMP. Thread-safety: no shared state besides the
 // (locked) GEMM primitive cache.
@@ -33,6 +35,14 @@ Status linear_forward_bf16(float* out,              // [B,T,OC]
                            const float* bias,       // [OC] or nullptr
                            int64_t B, int64_t T, int64_t C, int64_t OC);
 
+// Same with the output rounded to bf16 (matmul_bf16 into a bf16 C): for
+// outputs the next op only reads in bf16 (autocast's qkv, c_fc's output).
+Status linear_forward_bf16(Bf16Bits* out,           // [B,T,OC] bf16
+                           const Bf16Bits* inp,     // [B,T,C]
+                           const Bf16Bits* weight,  // [OC,C]
+                           const float* bias,       // [OC] or nullptr
+                           int64_t B, int64_t T, int64_t C, int64_t OC);
+
 // dinp += dout·weight; dweight += doutᵀ·inp; dbias += column sums of dout.
 // dinp may be nullptr (input needs no gradient); dbias nullptr when the
 // layer has no bias. dinp_accumulate false: dinp = dout·weight (no need to
@@ -55,5 +65,15 @@ Status linear_backward_bf16(float* dinp,             // [B,T,C] += (or nullptr)
                             const Bf16Bits* weight,  // [OC,C]
                             int64_t B, int64_t T, int64_t C, int64_t OC,
                             bool dinp_accumulate = true);
+
+// Same with dinp = bf16(dout·weight), overwritten (not accumulated): for an
+// input gradient the next op only reads in bf16 (the attention's dout).
+Status linear_backward_bf16(Bf16Bits* dinp,          // [B,T,C] = (or nullptr)
+                            float* dweight,          // [OC,C] +=
+                            float* dbias,            // [OC] += (or nullptr)
+                            const Bf16Bits* dout,    // [B,T,OC]
+                            const Bf16Bits* inp,     // [B,T,C]
+                            const Bf16Bits* weight,  // [OC,C]
+                            int64_t B, int64_t T, int64_t C, int64_t OC);
 
 }  // namespace zerotrain::kernels::cpu

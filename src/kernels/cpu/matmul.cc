@@ -24,6 +24,7 @@ struct Key {
   MatmulDesc d;  // normalised: leading dimensions filled in
   bool has_bias;
   GemmInput input;
+  bool bf16_out = false;  // C in bf16 (bf16 inputs only)
 
   bool operator==(const Key& o) const {
     return d.m == o.d.m && d.n == o.d.n && d.k == o.d.k && d.trans_a == o.d.trans_a &&
@@ -31,7 +32,7 @@ struct Key {
            std::bit_cast<uint32_t>(d.alpha) == std::bit_cast<uint32_t>(o.d.alpha) &&
            std::bit_cast<uint32_t>(d.beta) == std::bit_cast<uint32_t>(o.d.beta) &&
            d.batch == o.d.batch && d.lda == o.d.lda && d.ldb == o.d.ldb && d.ldc == o.d.ldc &&
-           has_bias == o.has_bias && input == o.input;
+           has_bias == o.has_bias && input == o.input && bf16_out == o.bf16_out;
   }
 };
 
@@ -43,7 +44,7 @@ struct KeyHash {
     mix(std::bit_cast<uint32_t>(k.d.alpha));
     mix(std::bit_cast<uint32_t>(k.d.beta));
     mix((k.d.trans_a ? 1 : 0) | (k.d.trans_b ? 2 : 0) | (k.has_bias ? 4 : 0) |
-        (k.input == GemmInput::kBf16 ? 8 : 0));
+        (k.input == GemmInput::kBf16 ? 8 : 0) | (k.bf16_out ? 16 : 0));
     return static_cast<size_t>(h);
   }
 };
@@ -96,7 +97,7 @@ Status create_entry(const Key& key, Entry* e) {
   const Dt in_dt = key.input == GemmInput::kBf16 ? Dt::bf16 : Dt::f32;
   e->a_md = matrix_md(d.batch, d.m, d.k, d.trans_a, d.lda, in_dt);
   e->b_md = matrix_md(d.batch, d.k, d.n, d.trans_b, d.ldb, in_dt);
-  e->c_md = matrix_md(d.batch, d.m, d.n, false, d.ldc, Dt::f32);
+  e->c_md = matrix_md(d.batch, d.m, d.n, false, d.ldc, key.bf16_out ? Dt::bf16 : Dt::f32);
   // The bias [N] broadcasts over rows (and batches): a [1,N] or [1,1,N] desc.
   if (key.has_bias) {
     e->bias_md = d.batch == 1 ? dnnl::memory::desc({1, d.n}, Dt::f32, Dims{d.n, 1})
@@ -119,7 +120,8 @@ Status create_entry(const Key& key, Entry* e) {
     e->impl = pd.impl_info_str();
   } catch (const dnnl::error& err) {
     if (key.input == GemmInput::kBf16 && err.status == dnnl_unimplemented) {
-      log::warn("oneDNN has no bf16 matmul on this CPU; widening bf16 inputs to fp32");
+      if (!key.bf16_out)
+        log::warn("oneDNN has no bf16 matmul on this CPU; widening bf16 inputs to fp32");
       e->fallback_fp32 = true;
       e->impl = "fallback:fp32";
       return ok_status();
@@ -161,7 +163,7 @@ StatusOr<MatmulDesc> normalise(MatmulDesc d) {
   return d;
 }
 
-Status check_pointers(const MatmulDesc& d, const void* a, const void* b, const float* c) {
+Status check_pointers(const MatmulDesc& d, const void* a, const void* b, const void* c) {
   if (d.m * d.n > 0 && c == nullptr) return invalid_argument("matmul: C is null");
   if (d.m * d.n * d.k > 0 && (a == nullptr || b == nullptr)) {
     return invalid_argument("matmul: A or B is null");
@@ -208,7 +210,7 @@ BoundArgs& bound_args(const Entry& e, bool has_bias) {
   return it->second;
 }
 
-Status execute(const Entry& e, const void* a, const void* b, const float* bias, float* c) {
+Status execute(const Entry& e, const void* a, const void* b, const float* bias, void* c) {
   Runtime& rt = runtime();
   thread_local std::vector<uint8_t> scratch;
   try {
@@ -292,6 +294,21 @@ Status run(const MatmulDesc& desc, const T* a, const T* b, const float* bias, fl
   return execute(*e, a, b, bias, c);
 }
 
+// C (bf16, rounded to nearest even) = op(A)·op(B) + bias, when oneDNN has
+// no bf16 output here: the fp32 product of the same inputs, then rounded,
+// which is what the direct path computes.
+Status round_fp32_product(const MatmulDesc& d, const Bf16Bits* a, const Bf16Bits* b,
+                          const float* bias, Bf16Bits* c) {
+  thread_local std::vector<float> wide;
+  wide.resize(static_cast<size_t>(d.batch * d.m * d.n));
+  MatmulDesc f = d;
+  f.ldc = d.n;
+  ZT_RETURN_IF_ERROR(run<Bf16Bits>(f, a, b, bias, wide.data(), GemmInput::kBf16));
+  for (int64_t r = 0; r < d.batch * d.m; ++r)
+    bf16_from_float_array(c + r * d.ldc, wide.data() + r * d.n, d.n);
+  return ok_status();
+}
+
 }  // namespace
 
 Status matmul(const MatmulDesc& desc, const float* a, const float* b, const float* bias, float* c) {
@@ -301,6 +318,28 @@ Status matmul(const MatmulDesc& desc, const float* a, const float* b, const floa
 Status matmul_bf16(const MatmulDesc& desc, const Bf16Bits* a, const Bf16Bits* b, const float* bias,
                    float* c) {
   return run<Bf16Bits>(desc, a, b, bias, c, GemmInput::kBf16);
+}
+
+Status matmul_bf16(const MatmulDesc& desc, const Bf16Bits* a, const Bf16Bits* b, const float* bias,
+                   Bf16Bits* c) {
+  ZT_ASSIGN_OR_RETURN(MatmulDesc d, normalise(desc));
+  if (d.beta != 0.0f) {
+    return invalid_argument(
+        detail::concat("matmul_bf16 into a bf16 C overwrites it: beta must be 0, got ", d.beta));
+  }
+  if (d.alpha != 1.0f && bias != nullptr) {
+    return invalid_argument("matmul_bf16 into a bf16 C: alpha must be 1 with a bias");
+  }
+  ZT_RETURN_IF_ERROR(check_pointers(d, a, b, c));
+  if (d.m == 0 || d.n == 0) return ok_status();
+  if (d.k == 0) {
+    for (int64_t r = 0; r < d.batch * d.m; ++r)
+      for (int64_t j = 0; j < d.n; ++j) c[r * d.ldc + j] = bf16_from_float(bias ? bias[j] : 0.0f);
+    return ok_status();
+  }
+  ZT_ASSIGN_OR_RETURN(const Entry* e, lookup(Key{d, bias != nullptr, GemmInput::kBf16, true}));
+  if (e->fallback_fp32) return round_fp32_product(d, a, b, bias, c);
+  return execute(*e, a, b, bias, c);
 }
 
 StatusOr<std::string> matmul_impl_name(const MatmulDesc& desc, bool has_bias, GemmInput input) {

@@ -1,12 +1,10 @@
 // GEMM through oneDNN: C = alpha * op(A) · op(B) + bias + beta * C, fp32, or
-// bf16 A and B with fp32 accumulation and output. Row-major operands, dense
-// or with leading dimensions (column blocks of wider matrices).
-// Large fp32 products with no transposed B and no bias go to dnnl_sgemm,
-// where it is measured faster than the matmul primitive (matmul.cc says
-// which); every other one runs a matmul primitive.
-// oneDNN primitives are created once per distinct MatmulDesc and cached for
-// the life of the process (creation costs milliseconds, execution of small
-// shapes microseconds); one oneDNN engine and stream per process.
+// bf16 A and B with fp32 accumulation and an fp32 (or rounded bf16) output. Row-major operands,
+// dense or with leading dimensions (column blocks of wider matrices). Large fp32 products with no
+// transposed B and no bias go to dnnl_sgemm, where it is measured faster than the matmul primitive
+// (matmul.cc says which); every other one runs a matmul primitive. oneDNN primitives are created
+// once per distinct MatmulDesc and cached for the life of the process (creation costs milliseconds,
+// execution of small shapes microseconds); one oneDNN engine and stream per process.
 //
 //   // out[BT,OC] = inp[BT,C] · weight[OC,C]ᵀ + bias[OC]
 //   MatmulDesc d{.m = BT, .n = OC, .k = C, .trans_b = true};
@@ -67,6 +65,14 @@ Status matmul(const MatmulDesc& desc, const float* a, const float* b, const floa
 // path runs, so results agree either way up to accumulation order.
 Status matmul_bf16(const MatmulDesc& desc, const Bf16Bits* a, const Bf16Bits* b, const float* bias,
                    float* c);
+
+// Same with C in bf16 (raw bits): the fp32 accumulation plus bias, rounded
+// to nearest even once, as the fp32-output form followed by
+// bf16_from_float_array would give. C is overwritten: InvalidArgument for
+// beta != 0, and for alpha != 1 with a bias. Half the bytes written, and
+// no separate rounding pass, where the caller keeps only the rounded value.
+Status matmul_bf16(const MatmulDesc& desc, const Bf16Bits* a, const Bf16Bits* b, const float* bias,
+                   Bf16Bits* c);
 
 // Name of the oneDNN implementation chosen for `desc` ("brg:avx512_core_amx",
 // "gemm:jit", ...), creating and caching its primitive if needed; "fallback:fp32"
