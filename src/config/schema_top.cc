@@ -81,7 +81,10 @@ void add_top_level_keys(std::vector<KeySpec>& out) {
        .type = kString,
        .choices = "fp32|fp16|bf16",
        .nullable = true,
-       .help = "Dtype of gradient communication; null: the model dtype.",
+       .help = "Dtype the gradient reductions run in (all-reduce, reduce-scatter; each ring "
+               "step's partial sum is rounded to it). null: the model dtype, as DeepSpeed: "
+               "bf16/fp16 runs reduce 2 bytes an element; fp32 keeps a 16-bit model's "
+               "reductions in fp32.",
        ZT_FIELD(communication_data_type)},
       {.path = "dataloader_drop_last",
        .type = kBool,

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "optim/grad_utils.h"
+#include "zero/grad_wire.h"
 
 namespace zerotrain::engine {
 
@@ -32,11 +33,11 @@ StatusOr<std::unique_ptr<DataParallelStrategy>> DataParallelStrategy::create(
     ZT_ASSIGN_OR_RETURN(s->own_master_, tensor::AlignedBuffer<float>::allocate(n));
     std::memcpy(s->own_master_.data(), s->params_.data(), s->params_.size_bytes());
     s->master_ = s->own_master_.span();
-    ZT_ASSIGN_OR_RETURN(s->half_, zero::HalfComputeCopy::create(
-                                      {.model = o.model,
-                                       .dtype = zero::storage_dtype(o.dtype),
-                                       .accumulate_gradients = true},
-                                      s->params_));
+    ZT_ASSIGN_OR_RETURN(
+        s->half_,
+        zero::HalfComputeCopy::create(
+            {.model = o.model, .dtype = zero::storage_dtype(o.dtype), .accumulate_gradients = true},
+            s->params_));
     s->params_ = {};
     s->grads_ = {};
     s->install_hooks();
@@ -77,26 +78,39 @@ Status DataParallelStrategy::reduce_gradients() {
   }
   comm::Communicator& c = *options_.comm;
   if (c.world_size() == 1) return Status();
-  if (options_.allreduce_op == config::AllreduceOp::kSum)
-    return c.allreduce(grads_, comm::ReduceOp::kSum);
+  // DeepSpeed's allreduce_bucket: sum; prescale (g/N, then sum); mean; or
+  // predivide (g/f, sum, then * f/N: fp16 headroom).
   const float n = static_cast<float>(c.world_size());
-  if (options_.prescale) {
-    optim::scale_in_place(grads_, 1.0f / n);
-    return c.allreduce(grads_, comm::ReduceOp::kSum);
+  float pre = 1.0f, post = 1.0f;
+  comm::ReduceOp op = comm::ReduceOp::kSum;
+  if (options_.allreduce_op == config::AllreduceOp::kMean) {
+    const double f = options_.predivide_factor;
+    if (options_.prescale) {
+      pre = 1.0f / n;
+    } else if (f == 1.0) {
+      op = comm::ReduceOp::kAvg;
+    } else {
+      pre = static_cast<float>(1.0 / f);
+      post = static_cast<float>(f / c.world_size());
+    }
   }
-  const double f = options_.predivide_factor;
-  if (f == 1.0) return c.allreduce(grads_, comm::ReduceOp::kAvg);
-  // DeepSpeed's predivide: shrink before the sum (fp16 headroom), finish after.
-  optim::scale_in_place(grads_, static_cast<float>(1.0 / f));
-  ZT_RETURN_IF_ERROR(c.allreduce(grads_, comm::ReduceOp::kSum));
-  optim::scale_in_place(grads_, static_cast<float>(f / c.world_size()));
+  const tensor::DType wire = options_.grad_wire;
+  if (wire == tensor::DType::kFloat32) {
+    if (pre != 1.0f) optim::scale_in_place(grads_, pre);
+    ZT_RETURN_IF_ERROR(c.allreduce(grads_, op));
+    if (post != 1.0f) optim::scale_in_place(grads_, post);
+    return Status();
+  }
+  std::span<std::byte> w = zero::narrow_in_place(grads_, pre, wire);
+  ZT_RETURN_IF_ERROR(c.allreduce(w, wire, op));
+  zero::widen_in_place(w.data(), grads_.size(), wire, post, grads_.data());
   return Status();
 }
 
 Status DataParallelStrategy::publish_parameters() {
-  if (!half_) return Status();  // fp32: the model's buffer is the master
+  if (!half_) return Status();               // fp32: the model's buffer is the master
   ZT_RETURN_IF_ERROR(half_->release_all());  // expansions of the old weights
-  half_->parameters().write(0, master_);  // rounded to the 16-bit type
+  half_->parameters().write(0, master_);     // rounded to the 16-bit type
   return Status();
 }
 
@@ -111,8 +125,8 @@ void DataParallelStrategy::zero_gradients() {
 Status DataParallelStrategy::gather_full_parameters(std::span<float> out) {
   const auto n = static_cast<size_t>(options_.model->layout().total_numel());
   if (out.size() != n)
-    return invalid_argument("gather_full_parameters: needs " + std::to_string(n) +
-                            " floats, got " + std::to_string(out.size()));
+    return invalid_argument("gather_full_parameters: needs " + std::to_string(n) + " floats, got " +
+                            std::to_string(out.size()));
   if (half_)
     half_->parameters().read(0, n, out.data());
   else

@@ -9,10 +9,11 @@
 // the master). bf16/fp16: DeepSpeed's 16Ψ — the compute copy and the
 // gradient accumulator in 16 bits (2Ψ + 2Ψ, half_compute.h: the model's
 // buffers are freed and each stage computes from fp32 expansions), the
-// fp32 master 4Ψ and the moments 8Ψ; the gradients are all-reduced in fp32
-// from a transient [Ψ] copy that lives through the boundary step: in the
+// fp32 master 4Ψ and the moments 8Ψ; the gradients are all-reduced from a
+// transient fp32 [Ψ] copy that lives through the boundary step: in the
 // model's idle activation memory when that holds Ψ floats (lend_activation_
-// memory), else its own buffer (buffers).
+// memory), else its own buffer (buffers). The all-reduce runs in the wire
+// dtype (grad_wire: 16-bit narrows that array in place, zero/grad_wire.h).
 //
 //   DataParallelOptions o{.model = &model, .comm = comm.get(),
 //                         .dtype = cfg.model_dtype(), .state_count = 2};
@@ -45,6 +46,9 @@ struct DataParallelOptions {
   // before the sum; otherwise g/f, sum, then * f/N (f = predivide factor).
   bool prescale = false;
   double predivide_factor = 1.0;
+  // The all-reduce's dtype (zero::gradient_wire_dtype: DeepSpeed's
+  // communication_data_type, unset meaning the model dtype).
+  tensor::DType grad_wire = tensor::DType::kFloat32;
 };
 
 class DataParallelStrategy : public ZeroStrategy {
@@ -76,8 +80,8 @@ class DataParallelStrategy : public ZeroStrategy {
   void install_hooks();
 
   DataParallelOptions options_;
-  std::span<float> params_;                  // the model's compute copy [Ψ]
-  std::span<float> grads_;                   // the model's gradients [Ψ]; 16-bit: step_grads_
+  std::span<float> params_;                      // the model's compute copy [Ψ]
+  std::span<float> grads_;                       // the model's gradients [Ψ]; 16-bit: step_grads_
   std::unique_ptr<zero::HalfComputeCopy> half_;  // bf16/fp16: the compute copy and gradients
   // 16-bit: fp32 [Ψ], boundary step only, when the activations are too small to lend it.
   tensor::AlignedBuffer<float> step_grads_;

@@ -64,10 +64,6 @@ StatusOr<std::unique_ptr<Engine>> Engine::create(const config::Config& config,
   ZT_ASSIGN_OR_RETURN(e->strategy_,
                       make_zero_strategy(config, model, comm, e->optimizer_->state_count()));
 
-  if (comm->rank() == 0 && config.communication_data_type &&
-      *config.communication_data_type != config::DType::kFp32)
-    log::warn("communication_data_type ", config::to_string(*config.communication_data_type),
-              " is not acted on yet: gradients are reduced in fp32");
   // DeepSpeed's schedulers write their initial lr at construction.
   if (e->scheduler_) optim::apply_lr(*e->scheduler_, *e->optimizer_);
   e->strategy_->zero_gradients();

@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "engine/data_parallel.h"
+#include "zero/grad_wire.h"
 #include "zero/sharded_strategy.h"
 #include "zero/stage3_strategy.h"
 
@@ -23,6 +24,7 @@ StatusOr<std::unique_ptr<ZeroStrategy>> make_stage3(const config::Config& config
   o.allreduce_op = config.gradient_allreduce_op;
   o.prescale = config.prescale_gradients;
   o.predivide_factor = config.gradient_predivide_factor;
+  o.grad_wire = zero::gradient_wire_dtype(config);
   o.reduce_bucket_size = z.reduce_bucket_size;
   o.prefetch_bucket_size = z.stage3_prefetch_bucket_size;
   o.param_persistence_threshold = z.stage3_param_persistence_threshold;
@@ -52,8 +54,8 @@ StatusOr<std::unique_ptr<ZeroStrategy>> make_zero_strategy(const config::Config&
   if (config.zero.offload_param.enabled() && stage < 3)
     return invalid_argument(
         "zero_optimization.offload_param: parameter offload needs stage 3 (parameters are "
-        "partitioned only there), got stage " + std::to_string(stage) +
-        "; use offload_optimizer for stages 1 and 2");
+        "partitioned only there), got stage " +
+        std::to_string(stage) + "; use offload_optimizer for stages 1 and 2");
   if (offload_opt.enabled() && stage == 0)
     return invalid_argument(
         "zero_optimization.offload_optimizer: stage 0 keeps no partitioned optimizer states to "
@@ -69,6 +71,7 @@ StatusOr<std::unique_ptr<ZeroStrategy>> make_zero_strategy(const config::Config&
     o.allreduce_op = config.gradient_allreduce_op;
     o.prescale = config.prescale_gradients;
     o.predivide_factor = config.gradient_predivide_factor;
+    o.grad_wire = zero::gradient_wire_dtype(config);
     o.reduce_bucket_size = config.zero.reduce_bucket_size;
     o.allgather_bucket_size = config.zero.allgather_bucket_size;
     o.reduce_scatter = config.zero.reduce_scatter;
@@ -90,6 +93,7 @@ StatusOr<std::unique_ptr<ZeroStrategy>> make_zero_strategy(const config::Config&
   dp.allreduce_op = config.gradient_allreduce_op;
   dp.prescale = config.prescale_gradients;
   dp.predivide_factor = config.gradient_predivide_factor;
+  dp.grad_wire = zero::gradient_wire_dtype(config);
   ZT_ASSIGN_OR_RETURN(std::unique_ptr<DataParallelStrategy> s, DataParallelStrategy::create(dp));
   return std::unique_ptr<ZeroStrategy>(std::move(s));
 }

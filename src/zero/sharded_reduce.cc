@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "optim/grad_utils.h"
+#include "zero/grad_wire.h"
 #include "zero/sharded_strategy.h"
 
 namespace zerotrain::zero {
@@ -171,8 +172,29 @@ Status ShardedStrategy::reduce_column(size_t c) {
       std::fill(chunk.begin() + filled, chunk.end(), 0.0f);
     }
   }
-  if (sc.pre != 1.0f) optim::scale_in_place(all, sc.pre);
   std::span<float> mine = all.subspan(rank() * cc, cc);
+  const tensor::DType wire = options_.grad_wire;
+  if (wire != tensor::DType::kFloat32) {
+    // 16 bits: narrowed in place, reduced there, mine widened back in place.
+    std::span<std::byte> w = narrow_in_place(all, sc.pre, wire);
+    const size_t es = tensor::dtype_size(wire);
+    std::span<std::byte> w_mine = w.subspan(rank() * cc * es, cc * es);
+    comm::WorkPtr work = options_.comm->reduce_scatter_async(w, w_mine, wire, sc.op);
+    // In place past Ψ (the last bucket's padding), the buffer's tail must
+    // read zero again for the next micro-step.
+    std::span<float> tail;
+    if (base >= 0 && base + static_cast<int64_t>(all.size()) > numel_) {
+      const int64_t from = std::max(base, numel_);
+      tail = all.subspan(static_cast<size_t>(from - base));
+    }
+    return pipe_.submit(std::move(work), [this, col, mine, w_mine, wire, tail, post = sc.post] {
+      widen_in_place(w_mine.data(), mine.size(), wire, post, mine.data());
+      ZT_RETURN_IF_ERROR(take_reduced(col, mine));
+      std::fill(tail.begin(), tail.end(), 0.0f);
+      return Status();
+    });
+  }
+  if (sc.pre != 1.0f) optim::scale_in_place(all, sc.pre);
   comm::WorkPtr w = options_.comm->reduce_scatter_async(
       std::as_bytes(all), std::as_writable_bytes(mine), comm::DType::kFloat32, sc.op);
   return pipe_.submit(std::move(w), [this, col, mine, post = sc.post] {
@@ -212,15 +234,20 @@ Status ShardedStrategy::allreduce_buckets() {
     std::span<float> g;
     if (grads_.empty()) {
       if (allreduce_staging_.size() < static_cast<size_t>(b.count)) {
-        ZT_ASSIGN_OR_RETURN(allreduce_staging_, tensor::AlignedBuffer<float>::allocate(
-                                                     static_cast<size_t>(b.count)));
+        ZT_ASSIGN_OR_RETURN(allreduce_staging_,
+                            tensor::AlignedBuffer<float>::allocate(static_cast<size_t>(b.count)));
       }
       g = allreduce_staging_.span().subspan(0, b.count);
       read_gradients(b, g.data());
     } else {
       g = grads_.subspan(b.offset, b.count);
     }
-    if (n > 1) {
+    if (n > 1 && options_.grad_wire != tensor::DType::kFloat32) {
+      const tensor::DType wire = options_.grad_wire;
+      std::span<std::byte> w = narrow_in_place(g, sc.pre, wire);  // in place, as stage 0
+      ZT_RETURN_IF_ERROR(options_.comm->allreduce(w, wire, sc.op));
+      widen_in_place(w.data(), g.size(), wire, 1.0f, g.data());
+    } else if (n > 1) {
       if (sc.pre != 1.0f) optim::scale_in_place(g, sc.pre);
       ZT_RETURN_IF_ERROR(options_.comm->allreduce(g, sc.op));
     }
@@ -254,8 +281,7 @@ Status ShardedStrategy::after_backward(bool boundary) {
     // Buckets the hooks did not launch (all of them without hooks), top
     // down; then every bucket in flight must land before the model's
     // buffer is cleared for the next micro-step.
-    for (; pending_cols_ > 0; --pending_cols_)
-      ZT_RETURN_IF_ERROR(reduce_column(pending_cols_ - 1));
+    for (; pending_cols_ > 0; --pending_cols_) ZT_RETURN_IF_ERROR(reduce_column(pending_cols_ - 1));
     ZT_RETURN_IF_ERROR(pipe_.drain());
   } else {
     ZT_RETURN_IF_ERROR(allreduce_buckets());

@@ -21,7 +21,9 @@
 // compute copy in allgather_bucket_size slices of the owned arrays
 // (allgather_partitions false: one broadcast series from each owner).
 // reduce_scatter false: all-reduce in buckets, keep the own elements.
-// Mean/sum, prescale and predivide as stage 0 (DataParallelStrategy).
+// Mean/sum, prescale and predivide as stage 0 (DataParallelStrategy). The
+// reductions run in grad_wire (fp32, or 16 bits narrowed in place in the
+// bucket's fp32 array and widened back, grad_wire.h).
 // overlap_comm: the reduce-scatter and all-gather buckets go through two
 // staging slots (bucket_pipeline.h); stage 2's buckets, launched from the
 // backward hooks, run on the Communicator's thread while backward goes on
@@ -47,12 +49,11 @@
 // computes from fp32 expansions of the groups it reads), as DeepSpeed's
 // 16-bit model. Stage 1 accumulates the micro-steps' gradients in a 16-bit
 // [Ψ] array too (each group's fp32 gradients added, rounded, when final),
-// reduce-scatters from it (fp32 on the wire) into a transient fp32 own
-// slice; stage 2 keeps its fp32 [Ψ] staging buffer for the backward and
-// accumulates the reduced partition in 16 bits. The engine's fp32 view of
-// the gradients is then transient, boundary step only (as stage 3's); at
-// stage 2 without offload it lives in the model's idle activation memory
-// when that is large enough (GptModel::lend_activation_memory).
+// reduce-scatters from it into a transient fp32 own slice; stage 2 keeps its fp32 [Ψ] staging
+// buffer for the backward and accumulates the reduced partition in 16 bits. The engine's fp32 view
+// of the gradients is then transient, boundary step only (as stage 3's); at stage 2 without offload
+// it lives in the model's idle activation memory when that is large enough
+// (GptModel::lend_activation_memory).
 //
 // Memory (model_state_bytes, device), |own| ≈ Ψ/N:
 //   fp32:      parameters 4Ψ (the model's buffer; its own slice is the
@@ -105,6 +106,9 @@ struct ShardedOptions {
   config::AllreduceOp allreduce_op = config::AllreduceOp::kMean;
   bool prescale = false;
   double predivide_factor = 1.0;
+  // The reductions' dtype (gradient_wire_dtype): 16-bit narrows each
+  // bucket in place in the fp32 array it is reduced from (grad_wire.h).
+  tensor::DType grad_wire = tensor::DType::kFloat32;
   int64_t reduce_bucket_size = 500'000'000;     // elements
   int64_t allgather_bucket_size = 500'000'000;  // elements
   bool reduce_scatter = true;
@@ -203,10 +207,10 @@ class ShardedStrategy : public ZeroStrategy {
   // The model's flat fp32 buffers [Ψ]; for 16-bit, params_ is empty (the
   // compute copy is half_'s) and grads_ is stage 2's staging buffer.
   std::span<float> params_, grads_;
-  std::unique_ptr<HalfComputeCopy> half_;  // bf16/fp16 only
+  std::unique_ptr<HalfComputeCopy> half_;      // bf16/fp16 only
   tensor::AlignedBuffer<float> stage2_grads_;  // 16-bit stage 2: grads_'s memory
-  PartitionArray grad_part16_;  // 16-bit stage 2: the accumulator [|own|]
-  PartitionArray step_grads_;   // 16-bit: the transient fp32 own gradients
+  PartitionArray grad_part16_;                 // 16-bit stage 2: the accumulator [|own|]
+  PartitionArray step_grads_;                  // 16-bit: the transient fp32 own gradients
   // 16-bit stage 2: owned_grads_ is in the model's lent activation memory
   // (the boundary step's transient, after the backward) instead of step_grads_.
   bool activations_lent_ = false;
@@ -219,9 +223,9 @@ class ShardedStrategy : public ZeroStrategy {
   bool separate_master_ = false, separate_grads_ = false;
   std::vector<std::span<float>> state_spans_;
   std::vector<Range> reduce_cols_, gather_cols_;  // slot ranges
-  std::vector<int64_t> reduce_floor_;  // column_floor of each reduce column
-  std::vector<int64_t> reduce_base_;   // in_place_base of each reduce column
-  int64_t grads_capacity_ = 0;  // floats at grads_.data(): Ψ, or stage 2's padded buffer
+  std::vector<int64_t> reduce_floor_;             // column_floor of each reduce column
+  std::vector<int64_t> reduce_base_;              // in_place_base of each reduce column
+  int64_t grads_capacity_ = 0;         // floats at grads_.data(): Ψ, or stage 2's padded buffer
   std::vector<int64_t> gather_floor_;  // column_floor of each gather column
   // overlap_comm: the all-gather after the step runs under the next
   // forward; columns [0, gather_done_) have landed, [.., gather_next_)
@@ -238,6 +242,5 @@ class ShardedStrategy : public ZeroStrategy {
   bool reduced_in_backward_ = false;  // stage 1: this boundary's reduction is done
   int64_t hook_flushed_ = 0;
 };
-
 
 }  // namespace zerotrain::zero

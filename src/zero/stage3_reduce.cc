@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "optim/grad_utils.h"
+#include "zero/grad_wire.h"
 #include "zero/pass_trace.h"
 #include "zero/stage3_strategy.h"
 
@@ -117,13 +118,19 @@ Status Stage3Strategy::reduce_column(int g, const CompactList& l, Range col) {
     copy_compact(l, layout_.group(g).offset, full, r * l.chunk + col.offset, col.count,
                  all + r * cc);
   const Scaling sc = scaling_for(options_, n);
-  if (sc.pre != 1.0f) optim::scale_in_place({all, n * cc}, sc.pre);
   PendingReduce p{.staging = std::move(staging), .work = nullptr, .list = &l, .col = col};
-  if (n > 1) {
+  const tensor::DType wire = options_.grad_wire;
+  if (wire != tensor::DType::kFloat32) {
+    // 16 bits: narrowed in place; finish_reduce widens the piece back.
+    std::span<std::byte> w = narrow_in_place({all, n * cc}, sc.pre, wire);
+    const size_t es = tensor::dtype_size(wire);
+    p.work =
+        options_.comm->reduce_scatter_async(w, w.subspan(rank() * cc * es, cc * es), wire, sc.op);
+  } else {
+    if (sc.pre != 1.0f) optim::scale_in_place({all, n * cc}, sc.pre);
     std::span<float> everything(all, n * cc), mine(all + rank() * cc, cc);
-    p.work = options_.comm->reduce_scatter_async(std::as_bytes(everything),
-                                                 std::as_writable_bytes(mine),
-                                                 comm::DType::kFloat32, sc.op);
+    p.work = options_.comm->reduce_scatter_async(
+        std::as_bytes(everything), std::as_writable_bytes(mine), comm::DType::kFloat32, sc.op);
   }
   reduces_.push_back(std::move(p));
   const size_t limit = options_.overlap_comm ? kReducesInFlight : 0;
@@ -148,7 +155,14 @@ Status Stage3Strategy::finish_reduce(PendingReduce& p) {
   const auto cc = static_cast<size_t>(p.col.count);
   float* mine = reinterpret_cast<float*>(p.staging.data()) + static_cast<size_t>(rank()) * cc;
   const Scaling sc = scaling_for(options_, world());
-  if (sc.post != 1.0f) optim::scale_in_place({mine, cc}, sc.post);
+  const tensor::DType wire = options_.grad_wire;
+  if (wire != tensor::DType::kFloat32) {
+    const std::byte* w_mine =
+        p.staging.data() + static_cast<size_t>(rank()) * cc * tensor::dtype_size(wire);
+    widen_in_place(w_mine, cc, wire, sc.post, mine);
+  } else if (sc.post != 1.0f) {
+    optim::scale_in_place({mine, cc}, sc.post);
+  }
   add_owned(grads_, *p.list, p.col,
             [&](const Piece&, int64_t lo) -> const float* { return mine + (lo - p.col.offset); });
   pool_.release(std::move(p.staging));

@@ -92,6 +92,9 @@ struct Stage3Options {
   config::AllreduceOp allreduce_op = config::AllreduceOp::kMean;
   bool prescale = false;
   double predivide_factor = 1.0;
+  // The reduce-scatters' dtype (gradient_wire_dtype): 16-bit narrows each
+  // staging bucket in place (grad_wire.h).
+  tensor::DType grad_wire = tensor::DType::kFloat32;
   int64_t reduce_bucket_size = 500'000'000;  // elements
   int64_t prefetch_bucket_size = 50'000'000;
   int64_t param_persistence_threshold = 100'000;
@@ -137,8 +140,8 @@ class Stage3Strategy : public ZeroStrategy, private GatherBackend {
 
  private:
   struct GroupBuffers {
-    BufferPool::Buffer params;  // [numel] fp32, bound while gathered
-    BufferPool::Buffer grads;   // [numel] fp32, bound during its backward
+    BufferPool::Buffer params;   // [numel] fp32, bound while gathered
+    BufferPool::Buffer grads;    // [numel] fp32, bound during its backward
     BufferPool::Buffer staging;  // the gather's N chunks, storage dtype
     comm::WorkPtr gather;
   };
@@ -182,8 +185,8 @@ class Stage3Strategy : public ZeroStrategy, private GatherBackend {
   PartitionArray* params_ = &master_store_;
   std::vector<PartitionArray> states_;
   std::vector<std::span<float>> state_spans_;
-  PartitionArray step_grads_;      // fp32 view for 16-bit gradients, boundary only
-  std::span<float> owned_grads_;   // what the engine reads: grads_ or step_grads_
+  PartitionArray step_grads_;                // fp32 view for 16-bit gradients, boundary only
+  std::span<float> owned_grads_;             // what the engine reads: grads_ or step_grads_
   tensor::AlignedBuffer<float> persistent_;  // [persistent_numel] whole copies
   std::vector<GroupBuffers> buffers_;        // [num_groups]
   BufferPool pool_;

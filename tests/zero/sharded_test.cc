@@ -110,33 +110,42 @@ TEST(Zero, Bf16FollowsStage0Bf16) {
 }
 
 // Payload bytes each rank sends in one step at N ranks over Ψ elements, P =
-// ceil(Ψ/N): reduce-scatter (N-1)·P·4 per reduction (stage 2: one per
-// micro-step; gradients are reduced in fp32) and all-gather (N-1)·P·e of
-// the new weights in the model dtype (e = 4 for fp32, 2 for bf16 as
+// ceil(Ψ/N): reduce-scatter (N-1)·P·w per reduction (stage 2: one per
+// micro-step; w the wire dtype's bytes: communication_data_type, unset
+// meaning the model dtype, as DeepSpeed) and all-gather (N-1)·P·e of the
+// new weights in the model dtype (e = 4 for fp32, 2 for bf16 as
 // DeepSpeed's 16-bit all-gather), i.e. DESIGN's 2Ψ(N-1)/N elements per step
 // (stage 1) with padding; plus the engine's two 1-float all-reduces (norm,
 // overflow flag).
 TEST(Zero, BytesOnTheWireEqualTheFormula) {
+  struct Precision {
+    const char* extra;
+    uint64_t e, w;  // bytes of a compute element, of a wire element
+  };
+  const Precision precisions[] = {
+      {"", 4, 4},
+      {R"("bf16": {"enabled": true},)", 2, 2},
+      {R"("bf16": {"enabled": true}, "communication_data_type": "fp32",)", 2, 4},
+      {R"("communication_data_type": "bf16",)", 4, 2},
+  };
   for (int stage : {1, 2})
     for (int n : {2, 4})
-      for (bool bf16 : {false, true}) {
+      for (const Precision& p : precisions) {
         const int gas = stage == 2 ? 2 : 1;
         std::vector<Result> got = run({.world = n,
                                        .stage = stage,
                                        .gas = gas,
                                        .steps = 2,
-                                       .extra = bf16 ? R"("bf16": {"enabled": true},)" : "",
+                                       .extra = p.extra,
                                        .zero = kSmallBuckets});
-        const uint64_t e = bf16 ? 2 : 4;
         for (const Result& r : got) {
-          const uint64_t p = shard_size(r.numel, n);
-          const uint64_t one = (n - 1) * p;
-          EXPECT_EQ(r.last_step.op(comm::OpType::kReduceScatter).bytes_sent, gas * one * 4);
-          EXPECT_EQ(r.last_step.op(comm::OpType::kReduceScatter).bytes_received, gas * one * 4);
-          EXPECT_EQ(r.last_step.op(comm::OpType::kAllgather).bytes_sent, one * e);
-          const double formula = (gas * 4 + e) * double(r.numel) * (n - 1) / n;
+          const uint64_t one = (n - 1) * shard_size(r.numel, n);
+          EXPECT_EQ(r.last_step.op(comm::OpType::kReduceScatter).bytes_sent, gas * one * p.w);
+          EXPECT_EQ(r.last_step.op(comm::OpType::kReduceScatter).bytes_received, gas * one * p.w);
+          EXPECT_EQ(r.last_step.op(comm::OpType::kAllgather).bytes_sent, one * p.e);
+          const double formula = (gas * p.w + p.e) * double(r.numel) * (n - 1) / n;
           EXPECT_NEAR(double(r.last_step.total().bytes_sent), formula, 0.02 * formula)
-              << "stage " << stage << " n " << n << (bf16 ? " bf16" : " fp32");
+              << "stage " << stage << " n " << n << " " << p.extra;
         }
       }
 }
@@ -191,9 +200,8 @@ TEST(Zero, ModelStateBytesFollowTheFormulas) {
             EXPECT_EQ(b.buffers, fixed);
           }
           const double per = double(psi) / n;
-          const double persistent =
-              bf16 ? double(zero_formula_bytes(stage, psi, n))
-                   : (stage == 1 ? 8 * psi + 8 * per : 4 * psi + 16 * per);
+          const double persistent = bf16 ? double(zero_formula_bytes(stage, psi, n))
+                                         : (stage == 1 ? 8 * psi + 8 * per : 4 * psi + 16 * per);
           // Padding is the only difference: well inside DESIGN's 5%.
           EXPECT_NEAR(double(b.total() - b.buffers), persistent, 0.01 * persistent)
               << "stage " << stage << " n " << n << (bf16 ? " bf16" : " fp32");

@@ -11,8 +11,8 @@
 
 #include "zero/offload_checks.h"
 #include "zero/partition.h"
-#include "zero/stage3_strategy.h"
 #include "zero/stage3_job.h"
+#include "zero/stage3_strategy.h"
 #include "zero/zero_job.h"
 
 namespace zerotrain::zero {
@@ -21,14 +21,14 @@ namespace {
 using testutil::expect_equivalent;
 using testutil::expect_identical;
 using testutil::Job;
+using testutil::kOffloadBoth;
+using testutil::kShort;
 using testutil::make_model;
 using testutil::reference;
 using testutil::Result;
 using testutil::run;
 using testutil::stage3_job;
 using testutil::Z3;
-using testutil::kShort;
-using testutil::kOffloadBoth;
 const std::string& kBf16 = testutil::kStage3Bf16;
 
 std::string what(int n, const std::string& extra) { return "n " + std::to_string(n) + extra; }
@@ -96,7 +96,8 @@ TEST(Stage3, LiveParametersNeverExceedTheBound) {
   const int64_t block = group_numel(1), embed = group_numel(0);
   const int64_t bound = block + embed;
   const std::vector<Result> free_run = run(stage3_job(2, {}, kShort));
-  EXPECT_GT(free_run[0].stage3.live_high_water, bound) << "without the bound, prefetch goes further";
+  EXPECT_GT(free_run[0].stage3.live_high_water, bound)
+      << "without the bound, prefetch goes further";
   for (bool overlap : {false, true}) {
     const Z3 z{.more = R"(, "stage3_max_live_parameters": )" + std::to_string(bound) +
                        (overlap ? R"(, "overlap_comm": true)" : "")};
@@ -143,13 +144,17 @@ TEST(Stage3, ReuseDistanceKeepsGroupsForTheBackward) {
 // ln_f is gathered once, and the tied wte (group 0, read by the encoder's
 // forward and by the head) twice instead of three times — with reuse 0 it
 // would be 3Ψ + |group 0|. Element-equivalents: bytes / the op's element
-// size (bf16 gathers move 2 bytes an element; gradients reduce in fp32).
+// size (bf16 gathers move 2 bytes an element, and so do the gradient
+// reduce-scatters unless communication_data_type says fp32).
 TEST(Stage3, BytesOnTheWireAreThreePsiAStep) {
-  for (bool bf16 : {false, true})
+  for (int precision : {0, 1, 2})  // fp32; bf16; bf16 with fp32 reductions
     for (int n : {2, 4}) {
+      const bool bf16 = precision > 0;
       Job j = stage3_job(n, {.persist = 0, .reuse = 1});
       j.steps = 2;
       if (bf16) j.extra = kBf16;
+      if (precision == 2) j.extra += R"("communication_data_type": "fp32",)";
+      const uint64_t wire = precision == 1 ? 2 : 4;
       std::vector<Result> got = run(j);
       const model::GptModel m = make_model(1);
       const auto& groups = m.layout().groups();
@@ -164,10 +169,10 @@ TEST(Stage3, BytesOnTheWireAreThreePsiAStep) {
         const auto& ag = r.last_step.op(comm::OpType::kAllgather);
         const auto& rs = r.last_step.op(comm::OpType::kReduceScatter);
         EXPECT_EQ(ag.bytes_sent, gathered * elem);  // exact, padding included
-        EXPECT_EQ(rs.bytes_sent, reduced * 4);
-        const double eq = double(ag.bytes_sent) / elem + double(rs.bytes_sent) / 4;
+        EXPECT_EQ(rs.bytes_sent, reduced * wire);
+        const double eq = double(ag.bytes_sent) / elem + double(rs.bytes_sent) / wire;
         const double formula = 3.0 * double(r.numel) * (n - 1) / n;
-        EXPECT_NEAR(eq, formula, 0.02 * formula) << what(n, bf16 ? " bf16" : " fp32");
+        EXPECT_NEAR(eq, formula, 0.02 * formula) << what(n, j.extra);
       }
     }
 }
@@ -205,9 +210,9 @@ TEST(Stage3, ModelStateBytesAreSixteenPsiOverNWhereverOffloadPutsThem) {
         j.steps = 1;
         if (bf16) j.extra = kBf16;
         std::vector<Result> got = run(j);
-        const std::string w = what(n, std::string(bf16 ? " bf16" : " fp32") + " param " +
-                                          std::to_string(off_param) + " opt " +
-                                          std::to_string(off_opt));
+        const std::string w =
+            what(n, std::string(bf16 ? " bf16" : " fp32") + " param " + std::to_string(off_param) +
+                        " opt " + std::to_string(off_opt));
         for (int rank = 0; rank < n; ++rank) {
           const Result& r = got[rank];
           const int64_t own = r.own, half = bf16 ? 2 : 4;
