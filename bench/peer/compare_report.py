@@ -8,11 +8,13 @@
 Targets (issue #6; bench, not tests): fp32 tokens/s >= 1.6x the peer,
 bf16 >= 2x bf16 autocast, peak RSS per rank <= 1/3 of the peer's, at the same
 processes x threads. A ratio is ours / theirs from two runs next to each other
-in time (bench/compare alternates the sides).
+in time (bench/compare alternates the sides); with --rounds N, the median of
+N such pairs.
 """
 
 import os
-from dataclasses import dataclass
+import statistics
+from dataclasses import dataclass, field
 
 MARK_BEGIN = "<!-- bench/compare: begin (written by bench/compare; do not edit by hand) -->"
 MARK_END = "<!-- bench/compare: end -->"
@@ -23,23 +25,45 @@ RSS_TARGET = 1.0 / 3.0
 @dataclass
 class Pair:
     row: object  # runs.Row
-    ours: object  # runs.Result
+    ours: object  # runs.Result (the first round's)
     peer: object  # runs.Result or None (ours did not run)
+    more: list = field(default_factory=list)  # further rounds (--rounds): [(ours, peer)]
+
+    def rounds(self):
+        return [(self.ours, self.peer)] + list(self.more)
+
+    def ok(self):
+        return all(o.status == "ok" and q is not None and q.status == "ok"
+                   for o, q in self.rounds())
 
 
 def peak(r):
     return max(r.peak_rss_mib) if r and r.peak_rss_mib else None
 
 
+def speed_ratios(p):
+    """ours/theirs tokens/s of each round, the runs of a round made next to each other."""
+    return [o.tokens_per_s / q.tokens_per_s for o, q in p.rounds() if q.tokens_per_s]
+
+
 def ratios(p):
-    """(median speed ratio, best-step speed ratio, rss ratio), None where a side has none."""
-    if p.ours.status != "ok" or p.peer is None or p.peer.status != "ok":
+    """(speed ratio, best-step speed ratio, rss ratio), None where a side has none. With
+    several rounds: the median of the rounds' ratios, and the highest peak RSS of each side."""
+    if not p.ok():
         return None, None, None
-    speed = p.ours.tokens_per_s / p.peer.tokens_per_s if p.peer.tokens_per_s else None
-    best = p.ours.tokens_per_s_best / p.peer.tokens_per_s_best if p.peer.tokens_per_s_best \
-        else None
-    po, pp = peak(p.ours), peak(p.peer)
-    return speed, best, (po / pp if po and pp else None)
+    speeds = speed_ratios(p)
+    bests = [o.tokens_per_s_best / q.tokens_per_s_best for o, q in p.rounds()
+             if q.tokens_per_s_best]
+    po = max((peak(o) or 0) for o, _ in p.rounds())
+    pp = max((peak(q) or 0) for _, q in p.rounds())
+    return (statistics.median(speeds) if speeds else None,
+            statistics.median(bests) if bests else None, po / pp if po and pp else None)
+
+
+def median_tokens(results):
+    """(median tokens/s, best step's tokens/s) over a side's rounds."""
+    return (statistics.median(r.tokens_per_s for r in results),
+            max(r.tokens_per_s_best for r in results))
 
 
 def verdict(value, target, at_least):
@@ -51,21 +75,31 @@ def verdict(value, target, at_least):
 
 def _cells(p):
     speed, best, rss = ratios(p)
-    ours = p.ours
-    if ours.status != "ok":
-        what = "refused" if ours.status == "refused" else "FAILED"
-        return [p.row.label, f"{what}: {ours.reason}", p.row.peer_mode] + [""] * 7
-    peer = p.peer
-    ok = peer is not None and peer.status == "ok"
-    peer_tps = f"{peer.tokens_per_s:,.0f} ({peer.tokens_per_s_best:,.0f})" if ok else \
-        f"FAILED: {peer.reason}" if peer else ""
+    bad = next((o for o, _ in p.rounds() if o.status != "ok"), None)
+    if bad is not None:
+        what = "refused" if bad.status == "refused" else "FAILED"
+        return [p.row.label, f"{what}: {bad.reason}", p.row.peer_mode] + [""] * 7
+    ours, peer = p.ours, p.peer
+    failed_peer = next((q for _, q in p.rounds() if q is not None and q.status != "ok"), None)
+    o_tps, o_best = median_tokens([o for o, _ in p.rounds()])
+    ours_tps = f"{o_tps:,.0f} ({o_best:,.0f})"
+    if failed_peer is not None:
+        peer_tps = f"FAILED: {failed_peer.reason}"
+    elif peer is not None:
+        q_tps, q_best = median_tokens([q for _, q in p.rounds()])
+        peer_tps = f"{q_tps:,.0f} ({q_best:,.0f})"
+    else:
+        peer_tps = ""
     target = SPEED_TARGET[p.row.bf16]
-    return [p.row.label, f"{ours.tokens_per_s:,.0f} ({ours.tokens_per_s_best:,.0f})",
-            p.row.peer_mode, peer_tps,
-            f"{speed:.2f}x ({verdict(speed, target, True)} >= {target})" if speed else "n/a",
+    speed_cell = f"{speed:.2f}x ({verdict(speed, target, True)} >= {target})" if speed else "n/a"
+    if speed and len(p.more) > 0:
+        speed_cell += "; rounds " + ", ".join(f"{r:.2f}" for r in speed_ratios(p))
+    po = max((peak(o) or 0) for o, _ in p.rounds())
+    pp = max((peak(q) or 0) for _, q in p.rounds() if q is not None) if peer else 0
+    return [p.row.label, ours_tps, p.row.peer_mode, peer_tps, speed_cell,
             f"{best:.2f}x" if best else "n/a",
-            f"{peak(ours):,.0f}" if peak(ours) else "n/a",
-            f"{peak(peer):,.0f}" if peak(peer) else "n/a",
+            f"{po:,.0f}" if po else "n/a",
+            f"{pp:,.0f}" if pp else "n/a",
             f"{rss:.2f} ({verdict(rss, RSS_TARGET, False)} <= 0.33)" if rss else "n/a",
             f"{ours.load_before:.1f} / {peer.load_before:.1f}" if peer else ""]
 
@@ -107,7 +141,9 @@ def markdown_section(facts, check, blocks, extra_rows):
            "warm-up steps (in brackets: at the fastest timed step, what a quiet moment of a "
            "shared machine gave; its ratio is the steadier one under load); peak RSS = each rank's high-water mark (ru_maxrss / VmHWM), the "
            "largest rank shown. Each ratio divides two runs made next to each other "
-           "(the sides alternate). Targets (issue #6): fp32 >= 1.6x DDP fp32, bf16 >= 2x bf16 "
+           "(the sides alternate); with several rounds (`--rounds`) the table shows the "
+           "median of the rounds' ratios (each round listed), the median tokens/s of each "
+           "side, and each side's highest peak RSS. Targets (issue #6): fp32 >= 1.6x DDP fp32, bf16 >= 2x bf16 "
            "autocast, peak RSS <= 1/3; they are bench targets, not tests.", ""]
     if facts.get_note():
         out += [f"**{facts.get_note()}**", ""]

@@ -40,6 +40,7 @@ class Row:
     offload_optimizer: bool = False
     offload_param: bool = False
     peer_mode: str = "ddp-fp32"
+    communication_data_type: str = ""  # "": unset (the model dtype, as DeepSpeed)
 
 
 @dataclass
@@ -77,7 +78,10 @@ def ds_config(row):
         zero["offload_optimizer"] = {"device": "cpu"}
     if row.offload_param:
         zero["offload_param"] = {"device": "cpu"}
+    extra = {"communication_data_type": row.communication_data_type} \
+        if row.communication_data_type else {}
     return {
+        **extra,
         "train_micro_batch_size_per_gpu": h["micro_batch"],
         "gradient_accumulation_steps": 1,
         "gradient_clipping": h["max_grad_norm"],
