@@ -1,11 +1,17 @@
 // Reduction kernels for the comm layer (16-bit types widened to fp32).
 #include "comm/reduce.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
+#include "tensor/convert.h"
+
 namespace zerotrain::comm {
 namespace {
+
+using tensor::BFloat16;
+using tensor::Half;
 
 // Combines one element in fp32; NaN wins for max/min so overflow flags
 // reduced with kMax are never lost.
@@ -22,13 +28,35 @@ inline float combine(float a, float b, ReduceOp op) {
   return a;
 }
 
-template <float (*Load)(uint16_t), uint16_t (*Store)(float)>
-void combine16(uint16_t* dst, const uint16_t* a, const uint16_t* b, size_t n, ReduceOp op,
-               float div) {
-  bool sum = op == ReduceOp::kSum || op == ReduceOp::kAvg;
-  for (size_t i = 0; i < n; ++i) {
-    float v = combine(Load(a[i]), Load(b[i]), op);
-    dst[i] = Store(sum && div != 1.0f ? v / div : v);
+// 16-bit elements a block at a time: widened with tensor's SIMD
+// conversions, combined in fp32 (vectorised), rounded back to nearest
+// even. The same values as element by element, several times faster.
+void combine16(DType dtype, uint16_t* dst, const uint16_t* a, const uint16_t* b, size_t n,
+               ReduceOp op, float div) {
+  constexpr size_t kBlock = 1024;
+  alignas(64) float x[kBlock], y[kBlock];
+  const bool half = dtype == DType::kFloat16;
+  const bool sum = op == ReduceOp::kSum || op == ReduceOp::kAvg;
+  for (size_t i0 = 0; i0 < n; i0 += kBlock) {
+    const size_t len = std::min(kBlock, n - i0);
+    if (half) {
+      tensor::fp16_to_fp32({reinterpret_cast<const Half*>(a + i0), len}, {x, len});
+      tensor::fp16_to_fp32({reinterpret_cast<const Half*>(b + i0), len}, {y, len});
+    } else {
+      tensor::bf16_to_fp32({reinterpret_cast<const BFloat16*>(a + i0), len}, {x, len});
+      tensor::bf16_to_fp32({reinterpret_cast<const BFloat16*>(b + i0), len}, {y, len});
+    }
+    if (sum && div != 1.0f) {
+      for (size_t i = 0; i < len; ++i) x[i] = (x[i] + y[i]) / div;
+    } else if (sum) {
+      for (size_t i = 0; i < len; ++i) x[i] = x[i] + y[i];
+    } else {
+      for (size_t i = 0; i < len; ++i) x[i] = combine(x[i], y[i], op);
+    }
+    if (half)
+      tensor::fp32_to_fp16({x, len}, {reinterpret_cast<Half*>(dst + i0), len});
+    else
+      tensor::fp32_to_bf16({x, len}, {reinterpret_cast<BFloat16*>(dst + i0), len});
   }
 }
 
@@ -56,14 +84,9 @@ void reduce_combine(void* dst, const void* a, const void* b, size_t count, DType
                 static_cast<const float*>(b), count, op, div);
       return;
     case DType::kFloat16:
-      combine16<fp16_bits_to_fp32, fp32_to_fp16_bits>(static_cast<uint16_t*>(dst),
-                                              static_cast<const uint16_t*>(a),
-                                              static_cast<const uint16_t*>(b), count, op, div);
-      return;
     case DType::kBFloat16:
-      combine16<bf16_bits_to_fp32, fp32_to_bf16_bits>(static_cast<uint16_t*>(dst),
-                                              static_cast<const uint16_t*>(a),
-                                              static_cast<const uint16_t*>(b), count, op, div);
+      combine16(dtype, static_cast<uint16_t*>(dst), static_cast<const uint16_t*>(a),
+                static_cast<const uint16_t*>(b), count, op, div);
       return;
   }
 }

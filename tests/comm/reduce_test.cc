@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <vector>
 
 #include "comm/communicator.h"
 #include "comm/types.h"
@@ -69,6 +70,50 @@ TEST(ReduceCombine, SumAvgMaxMinInFp32AndBf16) {
   reduce_combine(x, x, y, 2, DType::kBFloat16, ReduceOp::kSum, 1);  // in place
   EXPECT_EQ(bf16_bits_to_fp32(x[0]), 3.0f);
   EXPECT_EQ(bf16_bits_to_fp32(x[1]), 256.0f);  // 257 is not a bf16: ties to even 256
+}
+
+// The 16-bit combine runs in SIMD blocks of 1024: over 3000 elements (two
+// blocks and a tail), every op, in place on either input (as the ring's
+// in-place steps do), it gives the element-by-element values exactly —
+// widen, combine in fp32, divide, round to nearest even — NaN winning max
+// and min.
+TEST(ReduceCombine, Bf16AndFp16BlocksEqualTheScalarFormula) {
+  const size_t n = 3000;
+  for (DType dt : {DType::kBFloat16, DType::kFloat16}) {
+    const bool half = dt == DType::kFloat16;
+    auto load = [&](uint16_t h) { return half ? fp16_bits_to_fp32(h) : bf16_bits_to_fp32(h); };
+    auto store = [&](float f) { return half ? fp32_to_fp16_bits(f) : fp32_to_bf16_bits(f); };
+    std::vector<uint16_t> a(n), b(n);
+    uint32_t state = 12345;
+    for (size_t i = 0; i < n; ++i) {
+      state = state * 1664525u + 1013904223u;
+      a[i] = store(static_cast<float>(static_cast<int32_t>(state) >> 8) * 1e-4f);
+      state = state * 1664525u + 1013904223u;
+      b[i] = store(static_cast<float>(static_cast<int32_t>(state) >> 8) * 3e-5f);
+    }
+    a[7] = store(NAN);
+    for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kAvg, ReduceOp::kMax, ReduceOp::kMin})
+      for (int divisor : {1, 3}) {
+        if (divisor != 1 && op != ReduceOp::kAvg) continue;
+        std::vector<uint16_t> out(n), in_place = b;
+        reduce_combine(out.data(), a.data(), b.data(), n, dt, op, divisor);
+        reduce_combine(in_place.data(), a.data(), in_place.data(), n, dt, op, divisor);
+        for (size_t i = 0; i < n; ++i) {
+          const float x = load(a[i]), y = load(b[i]);
+          float v = x + y;
+          if (op == ReduceOp::kMax) v = (std::isnan(x) || x >= y) ? x : y;
+          if (op == ReduceOp::kMin) v = (std::isnan(x) || x <= y) ? x : y;
+          if (op == ReduceOp::kAvg) v /= static_cast<float>(divisor);
+          if (std::isnan(v)) {
+            ASSERT_TRUE(std::isnan(load(out[i]))) << i;
+          } else {
+            ASSERT_EQ(out[i], store(v))
+                << (half ? "fp16 " : "bf16 ") << reduce_op_name(op) << " " << i;
+          }
+          ASSERT_EQ(in_place[i], out[i]) << i;
+        }
+      }
+  }
 }
 
 TEST(Partition, PaddedShardsCoverTheBufferExactly) {
