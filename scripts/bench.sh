@@ -13,6 +13,7 @@
 #   6. scripts/bench_zero.sh  ZeRO stages x offload x overlap_comm at 2 ranks
 #                        (zt_zero_bench, one process a case; ~3 min), its own
 #                        marked section, appended after the report is written
+# The marked bench/compare and notes sections of RESULTS_MD are kept.
 # Threads: one process uses every core; the 2-rank runs use cores/2
 # threads a rank. The train bench runs right after the probe, so the peaks
 # its MFU divides by were measured under about the same load. Raw JSON and
@@ -106,11 +107,15 @@ cat > "$out/meta.json" <<JSON
  "seconds": $((SECONDS - begin)), "note": "$(json_escape "$note")"}
 JSON
 
-# bench/compare (make bench-peer) owns a marked section of the same file:
-# keep it across the re-render.
+# bench/compare (make bench-peer) owns a marked section of the same file,
+# and the readings people wrote of the tables another (between
+# '<!-- notes: begin -->' and '<!-- notes: end -->'): keep both across the
+# re-render.
 peer_section=""
+notes_section=""
 if [ -f "$results" ]; then
   peer_section=$(sed -n '/^<!-- bench\/compare: begin/,/^<!-- bench\/compare: end -->/p' "$results")
+  notes_section=$(sed -n '/^<!-- notes: begin -->/,/^<!-- notes: end -->/p' "$results")
 fi
 if ! "$bin/zt_bench_report" --dir "$out" --out "$results"; then
   echo "bench.sh: zt_bench_report failed" >&2
@@ -123,6 +128,9 @@ fi
 if ! scripts/bench_zero.sh "$build" "$results"; then
   echo "bench.sh: scripts/bench_zero.sh failed (log: $out/zero.txt)" >&2
   status=1
+fi
+if [ -n "$notes_section" ]; then
+  printf '\n%s\n' "$notes_section" >> "$results"
 fi
 echo "== wrote $results ($((SECONDS - begin)) s; raw JSON in $out)"
 exit $status
