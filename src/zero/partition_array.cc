@@ -63,31 +63,59 @@ std::span<float> PartitionArray::f32() {
   return {reinterpret_cast<float*>(data_), size_};
 }
 
+namespace {
+
+// fn(begin, count) over [0, n) in blocks of 32 Ki elements, on the OpenMP
+// threads when there are several blocks (element-wise work: the same
+// values with any thread count). A compute copy's conversions run at every
+// pass, so with 2 threads a rank they must not leave one of them idle.
+template <typename Fn>
+void for_blocks(size_t n, Fn&& fn) {
+  constexpr size_t kBlock = size_t{1} << 15;
+  if (n <= kBlock) {
+    if (n > 0) fn(size_t{0}, n);
+    return;
+  }
+  const auto blocks = static_cast<int64_t>((n + kBlock - 1) / kBlock);
+#pragma omp parallel for schedule(static)
+  for (int64_t b = 0; b < blocks; ++b) {
+    const size_t begin = static_cast<size_t>(b) * kBlock;
+    fn(begin, std::min(kBlock, n - begin));
+  }
+}
+
+}  // namespace
+
 void PartitionArray::read(size_t off, size_t n, float* out) const {
   ZT_CHECK(off + n <= size_, "PartitionArray::read past the end");
-  to_fp32(dtype_, at(off), n, out);
+  for_blocks(n, [&](size_t b, size_t len) { to_fp32(dtype_, at(off + b), len, out + b); });
 }
 
 void PartitionArray::write(size_t off, std::span<const float> in) {
   ZT_CHECK(off + in.size() <= size_, "PartitionArray::write past the end");
-  from_fp32(dtype_, in.data(), in.size(), at(off));
+  for_blocks(in.size(),
+             [&](size_t b, size_t len) { from_fp32(dtype_, in.data() + b, len, at(off + b)); });
 }
 
 void PartitionArray::add(size_t off, std::span<const float> in) {
   ZT_CHECK(off + in.size() <= size_, "PartitionArray::add past the end");
   if (dtype_ == tensor::DType::kFloat32) {
     float* dst = reinterpret_cast<float*>(at(off));
-    for (size_t i = 0; i < in.size(); ++i) dst[i] += in[i];
+    for_blocks(in.size(), [&](size_t b, size_t len) {
+      for (size_t i = b; i < b + len; ++i) dst[i] += in[i];
+    });
     return;
   }
-  constexpr size_t kBlock = 2048;
-  std::array<float, kBlock> tmp;
-  for (size_t b = 0; b < in.size(); b += kBlock) {
-    const size_t len = std::min(kBlock, in.size() - b);
-    read(off + b, len, tmp.data());
-    for (size_t i = 0; i < len; ++i) tmp[i] += in[b + i];
-    write(off + b, {tmp.data(), len});
-  }
+  for_blocks(in.size(), [&](size_t b0, size_t n) {
+    constexpr size_t kBlock = 2048;
+    std::array<float, kBlock> tmp;
+    for (size_t b = b0; b < b0 + n; b += kBlock) {
+      const size_t len = std::min(kBlock, b0 + n - b);
+      to_fp32(dtype_, at(off + b), len, tmp.data());
+      for (size_t i = 0; i < len; ++i) tmp[i] += in[b + i];
+      from_fp32(dtype_, tmp.data(), len, at(off + b));
+    }
+  });
 }
 
 void PartitionArray::fill_zero() {

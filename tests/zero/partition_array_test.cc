@@ -1,0 +1,62 @@
+// PartitionArray's conversions: write, read and add over 100,003 elements
+// (several 32 Ki-element blocks, run on the OpenMP threads, and a tail)
+// give the scalar round-to-nearest-even values in bf16 and fp16, exact
+// sums in fp32, and the same bits with 1 thread as with 2.
+#include "zero/partition_array.h"
+
+#include <gtest/gtest.h>
+#include <omp.h>
+
+#include <cstring>
+#include <vector>
+
+#include "kernels/reference.h"
+#include "tensor/half.h"
+
+namespace zerotrain::zero {
+namespace {
+
+float through(tensor::DType d, float x) {
+  switch (d) {
+    case tensor::DType::kBFloat16:
+      return tensor::bf16_bits_to_fp32(tensor::fp32_to_bf16_bits(x));
+    case tensor::DType::kFloat16:
+      return tensor::fp16_bits_to_fp32(tensor::fp32_to_fp16_bits(x));
+    case tensor::DType::kFloat32:
+      break;
+  }
+  return x;
+}
+
+std::vector<float> write_add_read(tensor::DType d, const std::vector<float>& a,
+                                  const std::vector<float>& b, size_t off, int threads) {
+  const int before = omp_get_max_threads();
+  omp_set_num_threads(threads);
+  auto p = PartitionArray::allocate(d, a.size() + off, /*host=*/false, /*pin=*/false);
+  EXPECT_TRUE(p.ok()) << p.status().to_string();
+  p->write(off, a);
+  p->add(off, b);
+  std::vector<float> out(a.size());
+  p->read(off, out.size(), out.data());
+  omp_set_num_threads(before);
+  return out;
+}
+
+TEST(PartitionArray, BlockedConversionsEqualTheScalarOnesWithAnyThreadCount) {
+  const size_t n = 100003, off = 5;
+  const std::vector<float> a = kernels::testing::random_floats(n, 41, 4.0f);
+  const std::vector<float> b = kernels::testing::random_floats(n, 42, 0.01f);
+  for (tensor::DType d :
+       {tensor::DType::kBFloat16, tensor::DType::kFloat16, tensor::DType::kFloat32}) {
+    const std::vector<float> one = write_add_read(d, a, b, off, 1);
+    const std::vector<float> two = write_add_read(d, a, b, off, 2);
+    for (size_t i = 0; i < n; ++i) {
+      ASSERT_EQ(one[i], through(d, through(d, a[i]) + b[i])) << tensor::dtype_name(d) << " " << i;
+      ASSERT_EQ(std::memcmp(&one[i], &two[i], sizeof(float)), 0)
+          << tensor::dtype_name(d) << " " << i;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace zerotrain::zero
