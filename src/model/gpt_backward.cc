@@ -37,7 +37,7 @@ Status GptModel::backward_head() {
 }
 
 Status GptModel::backward_block(int64_t l) {
-  const int64_t B = B_, T = T_, C = cfg_.n_embd, BT = B_ * T_;
+  const int64_t B = B_, T = T_, C = cfg_.n_embd;
   const LayerActivations& a = acts_.layers[static_cast<size_t>(l)];
   const float* x = l == 0 ? acts_.encoded : acts_.layers[static_cast<size_t>(l) - 1].res3;
   auto w = [&](int slot) { return p(layout_.block_tensor(l, slot)); };

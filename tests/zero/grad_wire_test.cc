@@ -15,6 +15,7 @@
 #include "engine/engine_test_util.h"
 #include "kernels/reference.h"
 #include "tensor/half.h"
+#include "zero/dtype_rounding.h"
 
 namespace zerotrain::zero {
 namespace {
@@ -23,18 +24,7 @@ using engine::testutil::copy;
 using engine::testutil::make_model;
 using engine::testutil::parse;
 using engine::testutil::tokens;
-
-float through(tensor::DType wire, float x) {
-  switch (wire) {
-    case tensor::DType::kBFloat16:
-      return tensor::bf16_bits_to_fp32(tensor::fp32_to_bf16_bits(x));
-    case tensor::DType::kFloat16:
-      return tensor::fp16_bits_to_fp32(tensor::fp32_to_fp16_bits(x));
-    case tensor::DType::kFloat32:
-      break;
-  }
-  return x;
-}
+using testutil::rounded_through;
 
 uint16_t bits_of(tensor::DType wire, float x) {
   return wire == tensor::DType::kBFloat16 ? tensor::fp32_to_bf16_bits(x)
@@ -55,7 +45,8 @@ TEST(GradWire, NarrowAndWidenInPlaceEqualTheScalarConversions) {
     for (size_t i = 0; i < n; ++i) ASSERT_EQ(bits[i], bits_of(wire, 0.5f * x[i])) << i;
     // Widened back over the same bytes (dst == src), scaled by 4.
     widen_in_place(w.data(), n, wire, 4.0f, buf.data());
-    for (size_t i = 0; i < n; ++i) ASSERT_EQ(buf[i], 4.0f * through(wire, 0.5f * x[i])) << i;
+    for (size_t i = 0; i < n; ++i)
+      ASSERT_EQ(buf[i], 4.0f * rounded_through(wire, 0.5f * x[i])) << i;
     // A chunk widened to where its fp32 slot lies (dst after src, overlapping),
     // as a rank's own reduce-scatter piece: chunk 1 of 2.
     buf = x;
@@ -63,7 +54,7 @@ TEST(GradWire, NarrowAndWidenInPlaceEqualTheScalarConversions) {
     const size_t cc = n / 2;
     widen_in_place(w.data() + cc * 2, cc, wire, 1.0f, buf.data() + cc);
     for (size_t i = 0; i < cc; ++i)
-      ASSERT_EQ(buf[cc + i], through(wire, x[cc + i])) << "chunk 1, " << i;
+      ASSERT_EQ(buf[cc + i], rounded_through(wire, x[cc + i])) << "chunk 1, " << i;
   }
   // fp32: narrowing only scales.
   std::vector<float> f = {1.0f, -3.0f, 0.25f};
@@ -128,8 +119,9 @@ TEST(GradWire, EveryStageReducesInTheWireTypeExactly) {
       ASSERT_EQ(s.after.size(), s.before.size());
       int64_t changed = 0;
       for (size_t i = 0; i < s.before.size(); ++i) {
-        const float g0 = through(k.wire, s.local[0][i]), g1 = through(k.wire, s.local[1][i]);
-        const float reduced = through(k.wire, (g0 + g1) / 2.0f);
+        const float g0 = rounded_through(k.wire, s.local[0][i]),
+                    g1 = rounded_through(k.wire, s.local[1][i]);
+        const float reduced = rounded_through(k.wire, (g0 + g1) / 2.0f);
         ASSERT_EQ(s.after[i], s.before[i] - reduced)
             << "stage " << stage << " " << k.keys << " element " << i;
         changed += s.after[i] != s.before[i];
@@ -153,7 +145,8 @@ TEST(GradWire, AllreduceBucketsAndOverlapReduceInTheWireTypeToo) {
     const Step s = sgd_step(r.stage, bf16, r.zero);
     for (size_t i = 0; i < s.before.size(); ++i) {
       const tensor::DType w = tensor::DType::kBFloat16;
-      const float reduced = through(w, (through(w, s.local[0][i]) + through(w, s.local[1][i])) / 2);
+      const float reduced = rounded_through(
+          w, (rounded_through(w, s.local[0][i]) + rounded_through(w, s.local[1][i])) / 2);
       ASSERT_EQ(s.after[i], s.before[i] - reduced) << "stage " << r.stage << r.zero << " " << i;
     }
   }

@@ -12,21 +12,12 @@
 
 #include "kernels/reference.h"
 #include "tensor/half.h"
+#include "zero/dtype_rounding.h"
 
 namespace zerotrain::zero {
 namespace {
 
-float through(tensor::DType d, float x) {
-  switch (d) {
-    case tensor::DType::kBFloat16:
-      return tensor::bf16_bits_to_fp32(tensor::fp32_to_bf16_bits(x));
-    case tensor::DType::kFloat16:
-      return tensor::fp16_bits_to_fp32(tensor::fp32_to_fp16_bits(x));
-    case tensor::DType::kFloat32:
-      break;
-  }
-  return x;
-}
+using testutil::rounded_through;
 
 std::vector<float> write_add_read(tensor::DType d, const std::vector<float>& a,
                                   const std::vector<float>& b, size_t off, int threads) {
@@ -51,7 +42,8 @@ TEST(PartitionArray, BlockedConversionsEqualTheScalarOnesWithAnyThreadCount) {
     const std::vector<float> one = write_add_read(d, a, b, off, 1);
     const std::vector<float> two = write_add_read(d, a, b, off, 2);
     for (size_t i = 0; i < n; ++i) {
-      ASSERT_EQ(one[i], through(d, through(d, a[i]) + b[i])) << tensor::dtype_name(d) << " " << i;
+      ASSERT_EQ(one[i], rounded_through(d, rounded_through(d, a[i]) + b[i]))
+          << tensor::dtype_name(d) << " " << i;
       ASSERT_EQ(std::memcmp(&one[i], &two[i], sizeof(float)), 0)
           << tensor::dtype_name(d) << " " << i;
     }
