@@ -15,11 +15,11 @@
 #include <vector>
 
 #include "optim/adam.h"
-#include "tensor/aligned_buffer.h"
-#include "tensor/cpu_features.h"
+#include "device/cpu/aligned_buffer.h"
+#include "device/cpu/cpu_features.h"
 
 namespace zo = zerotrain::optim;
-namespace zt = zerotrain::tensor;
+namespace zt = zerotrain::device::cpu;
 
 namespace {
 
@@ -73,16 +73,16 @@ void BM_AdamWStep(benchmark::State& state) {
   if (scoped.active() != level) return state.SkipWithError("SIMD level not available here");
   if (!matches_portable(level)) return state.SkipWithError("kernel disagrees with portable");
   zt::AlignedBuffer<float> p(kN), g(kN), m(kN), v(kN);
-  zt::AlignedBuffer<zt::BFloat16> p16(kN);
+  zt::AlignedBuffer<zerotrain::BFloat16> p16(kN);
   for (size_t i = 0; i < kN; ++i) p[i] = 0.5f, g[i] = 1e-3f * static_cast<float>(i % 7);
   // The moments and the copy start as untouched zero pages: write them
   // before timing, or the first step's page faults (a training run pays
   // them once, at its first step) land in the measured time.
   std::memset(m.data(), 0, kN * sizeof(float));
   std::memset(v.data(), 0, kN * sizeof(float));
-  std::memset(static_cast<void*>(p16.data()), 0, kN * sizeof(zt::BFloat16));
+  std::memset(static_cast<void*>(p16.data()), 0, kN * sizeof(zerotrain::BFloat16));
   auto adam = zo::Adam::create({.lr = 1e-3, .weight_decay = 0.01});
-  const zt::TensorView copy_view = copy ? zt::make_view(p16.span()) : zt::TensorView{};
+  const zerotrain::TensorView copy_view = copy ? zerotrain::make_view(p16.span()) : zerotrain::TensorView{};
   const auto t0 = std::chrono::steady_clock::now();
   for (auto _ : state) {
     const auto s = adam->step({p.span(), g.span(), m.span(), v.span()}, copy_view);

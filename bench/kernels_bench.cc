@@ -13,9 +13,9 @@
 #include <random>
 #include <vector>
 
-#include "kernels/cpu/ops.h"
+#include "device/cpu/kernels/ops.h"
 
-namespace kc = zerotrain::kernels::cpu;
+namespace kc = zerotrain::device::cpu;
 
 namespace {
 
@@ -42,7 +42,7 @@ void matmul_case(benchmark::State& state, bool bf16) {
                          .trans_b = state.range(4) != 0};
   auto a = randn(d.m * d.k, 1), b = randn(d.k * d.n, 2);
   std::vector<float> c(d.m * d.n);
-  std::vector<kc::Bf16Bits> ah(a.size()), bh(b.size());
+  std::vector<zerotrain::BFloat16> ah(a.size()), bh(b.size());
   kc::bf16_from_float_array(ah.data(), a.data(), a.size());
   kc::bf16_from_float_array(bh.data(), b.data(), b.size());
   auto run = [&] {

@@ -20,8 +20,8 @@
 #include <vector>
 
 #include "comm/bus_math.h"
-#include "comm/gloo_communicator.h"
-#include "common/log.h"
+#include "comm/gloo/gloo_communicator.h"
+#include "core/log.h"
 #include "probes/stats.h"
 
 namespace zb = zerotrain::bench;

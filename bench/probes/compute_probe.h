@@ -22,7 +22,7 @@
 #include <cstdint>
 #include <string>
 
-#include "common/status.h"
+#include "core/status.h"
 #include "probes/stats.h"
 
 namespace zerotrain::bench {

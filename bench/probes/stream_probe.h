@@ -21,7 +21,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "common/status.h"
+#include "core/status.h"
 #include "probes/stats.h"
 
 namespace zerotrain::bench {

@@ -20,7 +20,7 @@
 #include <vector>
 
 #include "comm/communicator.h"
-#include "common/status.h"
+#include "core/status.h"
 #include "probes/stats.h"
 
 namespace zerotrain::bench {

@@ -12,8 +12,8 @@
 #include <string>
 #include <vector>
 
-#include "comm/gloo_communicator.h"
-#include "common/log.h"
+#include "comm/gloo/gloo_communicator.h"
+#include "core/log.h"
 #include "train/train_bench.h"
 
 namespace zb = zerotrain::bench;

@@ -7,7 +7,7 @@
 
 #include <cmath>
 
-#include "comm/gloo_communicator.h"
+#include "comm/gloo/gloo_communicator.h"
 #include "config/config.h"
 
 namespace zerotrain::bench {
@@ -37,7 +37,7 @@ TEST(TrainBench, DsConfigIsAdamWStageZeroAtTheCaseBatch) {
   EXPECT_EQ(cfg->batch.gradient_accumulation_steps, 1);
   EXPECT_EQ(cfg->batch.train_batch_size, 6);  // 3 x 2 ranks
   EXPECT_TRUE(cfg->bf16.enabled);
-  EXPECT_EQ(cfg->model_dtype(), config::DType::kBf16);
+  EXPECT_EQ(cfg->model_dtype(), DType::kBFloat16);
 }
 
 TEST(TrainBench, RatesAndJsonFromStepTimes) {

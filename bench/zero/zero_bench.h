@@ -22,7 +22,7 @@
 #include <vector>
 
 #include "comm/communicator.h"
-#include "common/status.h"
+#include "core/status.h"
 
 namespace zerotrain::bench {
 

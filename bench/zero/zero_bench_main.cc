@@ -11,8 +11,8 @@
 #include <iostream>
 #include <string>
 
-#include "comm/gloo_communicator.h"
-#include "common/log.h"
+#include "comm/gloo/gloo_communicator.h"
+#include "core/log.h"
 #include "zero_bench.h"
 #include "zero_report.h"
 

@@ -14,7 +14,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "common/status.h"
+#include "core/status.h"
 
 namespace zerotrain::bench {
 

@@ -46,7 +46,7 @@ Status CheckpointReader::read(std::string_view name, int64_t offset, int64_t cou
   std::memset(out, 0, static_cast<size_t>(count) * sizeof(float));
   for (size_t s = 0; s < manifest_.shards.size(); ++s) {
     int64_t local = 0;  // position of the range within the shard's concatenation
-    for (const zero::Range& r : manifest_.shards[s].ranges) {
+    for (const Range& r : manifest_.shards[s].ranges) {
       const int64_t lo = std::max(offset, r.offset), hi = std::min(offset + count, r.end());
       if (lo < hi) {
         ZT_ASSIGN_OR_RETURN(const ShardReader* reader, shard(s));

@@ -20,7 +20,7 @@
 
 #include "checkpoint/manifest.h"
 #include "checkpoint/shard_file.h"
-#include "common/status.h"
+#include "core/status.h"
 
 namespace zerotrain::checkpoint {
 

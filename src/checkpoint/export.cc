@@ -10,7 +10,7 @@
 namespace zerotrain::checkpoint {
 
 Status export_safetensors(const std::string& tag_dir, const std::string& out_path,
-                          tensor::DType dtype) {
+                          DType dtype) {
   ZT_ASSIGN_OR_RETURN(CheckpointReader reader, CheckpointReader::open(tag_dir));
   const Manifest& m = reader.manifest();
   ZT_RETURN_IF_ERROR(model::validate(m.model).with_context("checkpoint " + tag_dir));

@@ -5,19 +5,19 @@
 // and the result is the same whatever world size and stage wrote it.
 //
 //   ZT_RETURN_IF_ERROR(export_safetensors("ckpt/global_step30", "model.safetensors",
-//                                         tensor::DType::kBFloat16));
+//                                         DType::kBFloat16));
 //
 // Thread-safety: none needed; reads files, writes one atomically.
 #pragma once
 
 #include <string>
 
-#include "common/status.h"
-#include "tensor/dtype.h"
+#include "core/status.h"
+#include "core/dtype.h"
 
 namespace zerotrain::checkpoint {
 
 Status export_safetensors(const std::string& tag_dir, const std::string& out_path,
-                          tensor::DType dtype);
+                          DType dtype);
 
 }  // namespace zerotrain::checkpoint

@@ -7,7 +7,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "common/crc32.h"
+#include "core/crc32.h"
 
 namespace zerotrain::checkpoint {
 namespace {
@@ -32,9 +32,9 @@ StatusOr<std::string> read_text(const std::string& path) {
   return s.str();
 }
 
-json ranges_json(const std::vector<zero::Range>& ranges) {
+json ranges_json(const std::vector<Range>& ranges) {
   json a = json::array();
-  for (const zero::Range& r : ranges) a.push_back({r.offset, r.count});
+  for (const Range& r : ranges) a.push_back({r.offset, r.count});
   return a;
 }
 
@@ -154,11 +154,11 @@ StatusOr<Manifest> manifest_from_json(const std::string& text, const std::string
     return corruption(where + "missing or mistyped field (" + e.what() + ")");
   }
   // Shard ranges: inside [0, numel), pairwise disjoint, covering every tensor.
-  std::vector<zero::Range> all;
+  std::vector<Range> all;
   for (const ShardEntry& s : m.shards) {
     if (s.file.empty() || s.file.find('/') != std::string::npos || s.file[0] == '.')
       return corruption(where + "shard file name \"" + s.file + "\" is not a plain file name");
-    for (const zero::Range& r : s.ranges) {
+    for (const Range& r : s.ranges) {
       if (r.offset < 0 || r.count < 0 || r.end() > m.numel) {
         return corruption(where + "shard " + s.file + " range [" + std::to_string(r.offset) +
                           ", " + std::to_string(r.end()) + ") outside [0, " +
@@ -174,7 +174,7 @@ StatusOr<Manifest> manifest_from_json(const std::string& text, const std::string
   }
   for (const LayoutEntry& t : m.layout) {
     int64_t at = t.offset;
-    for (const zero::Range& r : all) {
+    for (const Range& r : all) {
       if (r.offset <= at && at < r.end()) at = r.end();
     }
     if (at < t.offset + t.numel) {

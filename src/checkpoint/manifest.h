@@ -19,11 +19,11 @@
 
 #include <nlohmann/json.hpp>
 
-#include "common/status.h"
+#include "core/status.h"
 #include "model/gpt_config.h"
 #include "model/param_layout.h"
 #include "optim/loss_scaler.h"
-#include "zero/partition.h"
+#include "core/range.h"
 
 namespace zerotrain::checkpoint {
 
@@ -43,7 +43,7 @@ struct ShardEntry {
   std::string file;          // relative to the tag directory
   int64_t bytes = 0;         // exact file size
   uint32_t header_crc32 = 0;  // of the shard's header bytes
-  std::vector<zero::Range> ranges;  // flat ranges of Ψ, in the order stored
+  std::vector<Range> ranges;  // flat ranges of Ψ, in the order stored
 };
 
 struct Manifest {

@@ -14,8 +14,8 @@
 #include <utility>
 
 #include "checkpoint/safetensors_header.h"
-#include "common/file_read.h"
-#include "tensor/convert.h"
+#include "core/file_read.h"
+#include "device/cpu/convert.h"
 
 namespace zerotrain::checkpoint {
 
@@ -36,11 +36,11 @@ int64_t SafetensorsTensor::numel() const {
   return n;
 }
 
-std::string_view safetensors_dtype_name(tensor::DType dtype) {
+std::string_view safetensors_dtype_name(DType dtype) {
   switch (dtype) {
-    case tensor::DType::kFloat32: return "F32";
-    case tensor::DType::kFloat16: return "F16";
-    case tensor::DType::kBFloat16: return "BF16";
+    case DType::kFloat32: return "F32";
+    case DType::kFloat16: return "F16";
+    case DType::kBFloat16: return "BF16";
   }
   return "?";
 }
@@ -110,15 +110,15 @@ Status SafetensorsWriter::write(std::span<const float> values) {
 
 Status SafetensorsWriter::write_converted(const SafetensorsTensor& t,
                                           std::span<const float> values) {
-  if (t.dtype == tensor::DType::kFloat32) return file_->write(values.data(), values.size_bytes());
+  if (t.dtype == DType::kFloat32) return file_->write(values.data(), values.size_bytes());
   std::vector<uint16_t> bits(static_cast<size_t>(std::min<int64_t>(kBlockElements, values.size())));
   for (size_t i = 0; i < values.size(); i += bits.size()) {
     const int64_t n = std::min<int64_t>(bits.size(), values.size() - i);
     std::span<const float> src = values.subspan(i, static_cast<size_t>(n));
-    if (t.dtype == tensor::DType::kFloat16) {
-      tensor::fp32_to_fp16(src, {reinterpret_cast<tensor::Half*>(bits.data()), src.size()});
+    if (t.dtype == DType::kFloat16) {
+      device::cpu::fp32_to_fp16(src, {reinterpret_cast<Half*>(bits.data()), src.size()});
     } else {
-      tensor::fp32_to_bf16(src, {reinterpret_cast<tensor::BFloat16*>(bits.data()), src.size()});
+      device::cpu::fp32_to_bf16(src, {reinterpret_cast<BFloat16*>(bits.data()), src.size()});
     }
     ZT_RETURN_IF_ERROR(file_->write(bits.data(), static_cast<size_t>(n) * sizeof(uint16_t)));
   }
@@ -212,7 +212,7 @@ Status SafetensorsFile::pread_all(void* dst, int64_t size, int64_t file_offset) 
 Status SafetensorsFile::read_f32(const SafetensorsTensor& t, int64_t first, int64_t count,
                                  float* out) const {
   const int64_t numel = t.numel();
-  const int64_t elem = static_cast<int64_t>(tensor::dtype_size(t.dtype));
+  const int64_t elem = static_cast<int64_t>(dtype_size(t.dtype));
   if (first < 0 || count < 0 || first > numel || count > numel - first) {
     return invalid_argument("safetensors file " + path_ + ": elements [" + std::to_string(first) +
                             ", +" + std::to_string(count) + ") are outside tensor '" + t.name +
@@ -223,16 +223,16 @@ Status SafetensorsFile::read_f32(const SafetensorsTensor& t, int64_t first, int6
                             "' is not one of this file's tensors");
   }
   const int64_t offset = data_start_ + t.begin + first * elem;
-  if (t.dtype == tensor::DType::kFloat32) return pread_all(out, count * elem, offset);
+  if (t.dtype == DType::kFloat32) return pread_all(out, count * elem, offset);
   std::vector<uint16_t> bits(static_cast<size_t>(std::min(kBlockElements, count)));
   for (int64_t i = 0; i < count; i += kBlockElements) {
     const int64_t n = std::min(kBlockElements, count - i);
     ZT_RETURN_IF_ERROR(pread_all(bits.data(), n * elem, offset + i * elem));
     std::span<float> dst(out + i, static_cast<size_t>(n));
-    if (t.dtype == tensor::DType::kFloat16) {
-      tensor::fp16_to_fp32({reinterpret_cast<const tensor::Half*>(bits.data()), dst.size()}, dst);
+    if (t.dtype == DType::kFloat16) {
+      device::cpu::fp16_to_fp32({reinterpret_cast<const Half*>(bits.data()), dst.size()}, dst);
     } else {
-      tensor::bf16_to_fp32({reinterpret_cast<const tensor::BFloat16*>(bits.data()), dst.size()},
+      device::cpu::bf16_to_fp32({reinterpret_cast<const BFloat16*>(bits.data()), dst.size()},
                            dst);
     }
   }

@@ -31,22 +31,22 @@
 #include <utility>
 #include <vector>
 
-#include "common/atomic_file.h"
-#include "common/status.h"
-#include "tensor/dtype.h"
+#include "core/atomic_file.h"
+#include "core/status.h"
+#include "core/dtype.h"
 
 namespace zerotrain::checkpoint {
 
 struct SafetensorsTensor {
   std::string name;
-  tensor::DType dtype = tensor::DType::kFloat32;
+  DType dtype = DType::kFloat32;
   std::vector<int64_t> shape;  // row-major; [] is a scalar
   int64_t begin = 0, end = 0;  // byte offsets in the data buffer
   int64_t numel() const;       // product of shape (1 for a scalar)
 };
 
 // "F32", "F16", "BF16": the safetensors spelling of a dtype.
-std::string_view safetensors_dtype_name(tensor::DType dtype);
+std::string_view safetensors_dtype_name(DType dtype);
 
 class SafetensorsWriter {
  public:

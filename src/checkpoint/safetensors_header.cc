@@ -11,10 +11,10 @@ namespace {
 
 using nlohmann::json;
 
-std::optional<tensor::DType> parse_dtype_name(std::string_view name) {
-  if (name == "F32") return tensor::DType::kFloat32;
-  if (name == "F16") return tensor::DType::kFloat16;
-  if (name == "BF16") return tensor::DType::kBFloat16;
+std::optional<DType> parse_dtype_name(std::string_view name) {
+  if (name == "F32") return DType::kFloat32;
+  if (name == "F16") return DType::kFloat16;
+  if (name == "BF16") return DType::kBFloat16;
   return std::nullopt;
 }
 
@@ -46,7 +46,7 @@ StatusOr<SafetensorsTensor> parse_entry(const std::string& name, const json& v) 
   auto dtype = v.find("dtype");
   if (dtype == v.end() || !dtype->is_string()) return bad("no \"dtype\" string");
   const std::string dtype_text = dtype->get<std::string>();
-  std::optional<tensor::DType> parsed = parse_dtype_name(dtype_text);
+  std::optional<DType> parsed = parse_dtype_name(dtype_text);
   if (!parsed) {
     return invalid_argument("tensor '" + name + "' has dtype " + dtype_text +
                             "; zerotrain reads F32, F16 and BF16");
@@ -117,8 +117,8 @@ Status check_tiling(std::vector<SafetensorsTensor>* tensors, int64_t data_size) 
 
 }  // namespace
 
-std::optional<int64_t> byte_size(const std::vector<int64_t>& shape, tensor::DType dtype) {
-  int64_t bytes = static_cast<int64_t>(tensor::dtype_size(dtype));
+std::optional<int64_t> byte_size(const std::vector<int64_t>& shape, DType dtype) {
+  int64_t bytes = static_cast<int64_t>(dtype_size(dtype));
   for (int64_t d : shape) {
     if (d < 0 || __builtin_mul_overflow(bytes, d, &bytes)) return std::nullopt;
   }

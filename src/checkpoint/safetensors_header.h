@@ -19,7 +19,7 @@ inline constexpr uint64_t kMaxHeaderBytes = 100'000'000;
 
 // Bytes of a tensor of `shape` and `dtype`; nullopt for a negative
 // dimension or a size that overflows int64.
-std::optional<int64_t> byte_size(const std::vector<int64_t>& shape, tensor::DType dtype);
+std::optional<int64_t> byte_size(const std::vector<int64_t>& shape, DType dtype);
 
 // "[2, 3]" ("[]" for a scalar).
 std::string shape_string(const std::vector<int64_t>& shape);

@@ -13,9 +13,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "common/atomic_file.h"
-#include "common/crc32.h"
-#include "common/file_read.h"
+#include "core/atomic_file.h"
+#include "core/crc32.h"
+#include "core/file_read.h"
 
 namespace zerotrain::checkpoint {
 namespace {
@@ -75,8 +75,8 @@ json parse_json(const RawHeader& h) {
   return json::parse(text, text + h.text_bytes, nullptr, false);
 }
 
-std::vector<zero::Range> ranges_of(const json& header) {
-  std::vector<zero::Range> ranges;
+std::vector<Range> ranges_of(const json& header) {
+  std::vector<Range> ranges;
   for (const json& x : header.at("ranges"))
     ranges.push_back({x.at(0).get<int64_t>(), x.at(1).get<int64_t>()});
   return ranges;
@@ -85,13 +85,13 @@ std::vector<zero::Range> ranges_of(const json& header) {
 }  // namespace
 
 StatusOr<WrittenShard> write_shard(const std::string& path, int rank,
-                                   const std::vector<zero::Range>& ranges,
+                                   const std::vector<Range>& ranges,
                                    const std::vector<NamedValues>& tensors) {
   int64_t owned = 0;
-  for (const zero::Range& r : ranges) owned += r.count;
+  for (const Range& r : ranges) owned += r.count;
   json header{{"rank", rank}, {"chunk_elements", kChunkElements}};
   header["ranges"] = json::array();
-  for (const zero::Range& r : ranges) header["ranges"].push_back({r.offset, r.count});
+  for (const Range& r : ranges) header["ranges"].push_back({r.offset, r.count});
   header["tensors"] = json::array();
   int64_t data_bytes = 0;
   for (const NamedValues& t : tensors) {
@@ -169,7 +169,7 @@ StatusOr<ShardReader> ShardReader::open(const std::string& path, const ShardEntr
   const json h = parse_json(head);
   if (h.is_discarded()) return corruption(where + "header is not valid JSON");
   try {
-    const std::vector<zero::Range> ranges = ranges_of(h);
+    const std::vector<Range> ranges = ranges_of(h);
     if (ranges != expected.ranges || h.at("rank").get<int>() != expected.rank)
       return corruption(where + "ranges or rank differ from the manifest's");
     r.chunk_elements_ = h.at("chunk_elements").get<int64_t>();
@@ -177,7 +177,7 @@ StatusOr<ShardReader> ShardReader::open(const std::string& path, const ShardEntr
     const json& ts = h.at("tensors");
     if (ts.size() != names.size()) return corruption(where + "holds another set of tensors");
     int64_t owned = 0;
-    for (const zero::Range& x : ranges) owned += x.count;
+    for (const Range& x : ranges) owned += x.count;
     int64_t end = data_start;
     for (size_t i = 0; i < names.size(); ++i) {
       Tensor t{.name = names[i],

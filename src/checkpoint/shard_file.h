@@ -26,8 +26,8 @@
 #include <vector>
 
 #include "checkpoint/manifest.h"
-#include "common/status.h"
-#include "zero/partition.h"
+#include "core/status.h"
+#include "core/range.h"
 
 namespace zerotrain::checkpoint {
 
@@ -45,7 +45,7 @@ struct WrittenShard {
 
 // Writes `path` atomically. Every tensor holds sum(ranges.count) values.
 StatusOr<WrittenShard> write_shard(const std::string& path, int rank,
-                                   const std::vector<zero::Range>& ranges,
+                                   const std::vector<Range>& ranges,
                                    const std::vector<NamedValues>& tensors);
 
 // The manifest entry for a shard just written (rank, size, header

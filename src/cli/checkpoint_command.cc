@@ -36,13 +36,13 @@ int fail(const Status& s) {
 }
 
 int run_export(const CheckpointFlags& f) {
-  StatusOr<tensor::DType> dtype = tensor::parse_dtype(f.dtype);
+  StatusOr<DType> dtype = parse_dtype(f.dtype);
   if (!dtype.ok()) return fail(dtype.status().with_context("--dtype"));
   StatusOr<std::string> tag_dir = tag_directory(f);
   if (!tag_dir.ok()) return fail(tag_dir.status());
   Status s = checkpoint::export_safetensors(*tag_dir, f.to, *dtype);
   if (!s.ok()) return fail(s);
-  std::cout << "wrote " << f.to << " (" << tensor::dtype_name(*dtype) << ") from " << *tag_dir
+  std::cout << "wrote " << f.to << " (" << dtype_name(*dtype) << ") from " << *tag_dir
             << "\n";
   return 0;
 }

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "cli/commands.h"
-#include "common/log.h"
+#include "core/log.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"zerotrain: ZeRO-style distributed training (DeepSpeed-compatible configs and launcher)"};

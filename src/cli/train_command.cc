@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "cli/commands.h"
-#include "comm/gloo_communicator.h"
-#include "common/log.h"
+#include "comm/gloo/gloo_communicator.h"
+#include "core/log.h"
 #include "train/default_config.h"
 #include "train/trainer.h"
 

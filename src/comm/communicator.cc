@@ -2,7 +2,7 @@
 // thread, Work handles, byte counters, and options from the environment.
 #include "comm/communicator.h"
 
-#include "common/env.h"
+#include "core/env.h"
 
 namespace zerotrain::comm {
 namespace {
@@ -122,7 +122,7 @@ WorkPtr Communicator::reduce_scatter_async(std::span<const std::byte> input,
     return failed(invalid_argument("reduce_scatter: input of " + std::to_string(input.size()) +
                                    " bytes must be world_size (" + std::to_string(n) +
                                    ") x output (" + std::to_string(output.size()) +
-                                   " bytes); pad to padded_count() (comm/types.h)"));
+                                   " bytes); pad to padded_numel() (core/range.h)"));
   Status st = check_elements("reduce_scatter", output.size(), dtype);
   if (!st.ok()) return failed(st);
   const std::byte* own = input.data() + output.size() * static_cast<size_t>(rank_);

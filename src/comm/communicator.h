@@ -7,7 +7,7 @@
 //   allreduce(data)           in place; any element count, including 0.
 //   reduce_scatter(in, out)   in = world_size equal chunks of out.size()
 //                             bytes; out = this rank's reduced chunk. Pad
-//                             the buffer to padded_count() (comm/types.h)
+//                             the buffer to padded_numel() (core/range.h)
 //                             when the element count is not divisible. out
 //                             may be exactly in's chunk `rank` (in place).
 //   allgather(in, out)        out = world_size * in.size() bytes, chunk r
@@ -47,9 +47,9 @@
 #include <string>
 #include <thread>
 
-#include "comm/store.h"
+#include "comm/store/store.h"
 #include "comm/types.h"
-#include "common/status.h"
+#include "core/status.h"
 
 namespace zerotrain::comm {
 

@@ -14,16 +14,16 @@
 #include <cstdint>
 #include <string>
 
-#include "tensor/dtype.h"
+#include "core/dtype.h"
 
 namespace zerotrain::comm {
 
-// Element types a collective can reduce (tensor/'s DType). 16-bit types are
+// Element types a collective can reduce (core/dtype.h). 16-bit types are
 // stored as raw uint16_t and reduced in fp32, rounded to nearest even after
 // each step.
-using DType = tensor::DType;
-using tensor::dtype_name;  // "fp32", "fp16", "bf16"
-using tensor::dtype_size;
+using zerotrain::DType;
+using zerotrain::dtype_name;  // "fp32", "fp16", "bf16"
+using zerotrain::dtype_size;
 
 enum class ReduceOp { kSum, kAvg, kMax, kMin };
 
@@ -56,38 +56,15 @@ struct CommCounters {
   std::string to_string() const;
 };
 
-// ---- Partition arithmetic (ZeRO shards) ----
-
-// Elements in each shard when `count` elements are split into `world_size`
-// equal shards, the last ones padded: ceil(count / world_size).
-constexpr size_t partition_size(size_t count, int world_size) {
-  return (count + static_cast<size_t>(world_size) - 1) / static_cast<size_t>(world_size);
-}
-
-// count rounded up to a multiple of world_size: the length a buffer must have
-// to be reduce_scatter'ed into equal shards.
-constexpr size_t padded_count(size_t count, int world_size) {
-  return partition_size(count, world_size) * static_cast<size_t>(world_size);
-}
-
-// The real (unpadded) elements owned by `rank`: [offset, offset + count).
-// Shards past the end of the data have count 0.
-struct PartitionRange {
+// Ring chunking used inside allreduce (not ZeRO's padded shards, which are
+// core/range.h's shard_size / padded_numel / rank_range): chunk i of
+// `count` elements over n ranks has count/n elements plus one for the first
+// count%n chunks, so no padding travels on the wire.
+struct RingChunk {
   size_t offset = 0;
   size_t count = 0;
 };
-constexpr PartitionRange partition_range(size_t count, int world_size, int rank) {
-  size_t shard = partition_size(count, world_size);
-  size_t begin = shard * static_cast<size_t>(rank);
-  if (begin >= count) return {count, 0};
-  size_t end = begin + shard < count ? begin + shard : count;
-  return {begin, end - begin};
-}
-
-// Ring chunking used inside allreduce (not ZeRO's padded shards): chunk i of
-// `count` elements over n ranks has count/n elements plus one for the first
-// count%n chunks, so no padding travels on the wire.
-constexpr PartitionRange ring_chunk(size_t count, int n, int i) {
+constexpr RingChunk ring_chunk(size_t count, int n, int i) {
   size_t q = count / static_cast<size_t>(n);
   size_t rem = count % static_cast<size_t>(n);
   size_t idx = static_cast<size_t>(i);

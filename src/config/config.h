@@ -23,11 +23,12 @@
 #include <string_view>
 #include <vector>
 
-#include "common/status.h"
+#include "core/dtype.h"
+#include "core/status.h"
 
 namespace zerotrain::config {
 
-enum class DType { kFp32, kFp16, kBf16 };
+using zerotrain::DType;  // core/dtype.h: fp32, fp16, bf16
 enum class OffloadDevice { kNone, kCpu, kNvme };
 enum class OptimizerType { kNone, kAdam, kAdamW, kSgd };
 enum class SchedulerType {
@@ -189,7 +190,7 @@ struct Config {
 
   // bf16 if bf16.enabled, fp16 if fp16.enabled, else fp32.
   DType model_dtype() const {
-    return bf16.enabled ? DType::kBf16 : fp16.enabled ? DType::kFp16 : DType::kFp32;
+    return bf16.enabled ? DType::kBFloat16 : fp16.enabled ? DType::kFloat16 : DType::kFloat32;
   }
 };
 

@@ -9,7 +9,7 @@
 
 #include <memory>
 
-#include "common/status.h"
+#include "core/status.h"
 #include "config/config.h"
 #include "optim/lr_scheduler.h"
 #include "optim/optimizer.h"

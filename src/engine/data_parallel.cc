@@ -27,23 +27,23 @@ StatusOr<std::unique_ptr<DataParallelStrategy>> DataParallelStrategy::create(
   s->params_ = {o.model->parameters(), n};
   s->grads_ = {o.model->gradients(), n};
   if (o.comm->world_size() > 1) ZT_RETURN_IF_ERROR(o.comm->broadcast(s->params_, 0));
-  if (o.dtype == config::DType::kFp32) {
+  if (o.dtype == DType::kFloat32) {
     s->master_ = s->params_;
   } else {
-    ZT_ASSIGN_OR_RETURN(s->own_master_, tensor::AlignedBuffer<float>::allocate(n));
+    ZT_ASSIGN_OR_RETURN(s->own_master_, device::cpu::AlignedBuffer<float>::allocate(n));
     std::memcpy(s->own_master_.data(), s->params_.data(), s->params_.size_bytes());
     s->master_ = s->own_master_.span();
     ZT_ASSIGN_OR_RETURN(
         s->half_,
         zero::HalfComputeCopy::create(
-            {.model = o.model, .dtype = zero::storage_dtype(o.dtype), .accumulate_gradients = true},
+            {.model = o.model, .dtype = o.dtype, .accumulate_gradients = true},
             s->params_));
     s->params_ = {};
     s->grads_ = {};
     s->install_hooks();
   }
   for (int i = 0; i < o.state_count; ++i) {
-    ZT_ASSIGN_OR_RETURN(tensor::AlignedBuffer<float> b, tensor::AlignedBuffer<float>::allocate(n));
+    ZT_ASSIGN_OR_RETURN(device::cpu::AlignedBuffer<float> b, device::cpu::AlignedBuffer<float>::allocate(n));
     s->states_.push_back(std::move(b));
     s->state_spans_.push_back(s->states_.back().span());
   }
@@ -70,7 +70,7 @@ Status DataParallelStrategy::reduce_gradients() {
     // large enough: this transient then adds nothing to the peak.
     float* lent = options_.model->lend_activation_memory(static_cast<int64_t>(n));
     if (lent == nullptr) {
-      ZT_ASSIGN_OR_RETURN(step_grads_, tensor::AlignedBuffer<float>::allocate(n));
+      ZT_ASSIGN_OR_RETURN(step_grads_, device::cpu::AlignedBuffer<float>::allocate(n));
       lent = step_grads_.data();
     }
     grads_ = {lent, n};
@@ -94,8 +94,8 @@ Status DataParallelStrategy::reduce_gradients() {
       post = static_cast<float>(f / c.world_size());
     }
   }
-  const tensor::DType wire = options_.grad_wire;
-  if (wire == tensor::DType::kFloat32) {
+  const DType wire = options_.grad_wire;
+  if (wire == DType::kFloat32) {
     if (pre != 1.0f) optim::scale_in_place(grads_, pre);
     ZT_RETURN_IF_ERROR(c.allreduce(grads_, op));
     if (post != 1.0f) optim::scale_in_place(grads_, post);

@@ -31,7 +31,7 @@
 #include "config/config.h"
 #include "engine/zero_strategy.h"
 #include "model/gpt_model.h"
-#include "tensor/aligned_buffer.h"
+#include "device/cpu/aligned_buffer.h"
 #include "zero/half_compute.h"
 
 namespace zerotrain::engine {
@@ -39,7 +39,7 @@ namespace zerotrain::engine {
 struct DataParallelOptions {
   model::GptModel* model = nullptr;  // flat parameter and gradient buffers bound
   comm::Communicator* comm = nullptr;
-  config::DType dtype = config::DType::kFp32;
+  DType dtype = DType::kFloat32;
   int state_count = 2;  // optimizer state arrays per element
   config::AllreduceOp allreduce_op = config::AllreduceOp::kMean;
   // Mean, as DeepSpeed's allreduce_bucket: prescale_gradients divides by N
@@ -48,7 +48,7 @@ struct DataParallelOptions {
   double predivide_factor = 1.0;
   // The all-reduce's dtype (zero::gradient_wire_dtype: DeepSpeed's
   // communication_data_type, unset meaning the model dtype).
-  tensor::DType grad_wire = tensor::DType::kFloat32;
+  DType grad_wire = DType::kFloat32;
 };
 
 class DataParallelStrategy : public ZeroStrategy {
@@ -64,7 +64,7 @@ class DataParallelStrategy : public ZeroStrategy {
   std::span<float> owned_gradients() override { return grads_; }
   ~DataParallelStrategy() override;
   std::span<float> owned_master() override { return master_; }
-  std::vector<zero::Range> owned_ranges() const override {
+  std::vector<Range> owned_ranges() const override {
     return {{0, static_cast<int64_t>(master_.size())}};
   }
   std::span<const std::span<float>> optimizer_states() override { return state_spans_; }
@@ -84,10 +84,10 @@ class DataParallelStrategy : public ZeroStrategy {
   std::span<float> grads_;                       // the model's gradients [Ψ]; 16-bit: step_grads_
   std::unique_ptr<zero::HalfComputeCopy> half_;  // bf16/fp16: the compute copy and gradients
   // 16-bit: fp32 [Ψ], boundary step only, when the activations are too small to lend it.
-  tensor::AlignedBuffer<float> step_grads_;
-  tensor::AlignedBuffer<float> own_master_;  // [Ψ] bf16/fp16 only
+  device::cpu::AlignedBuffer<float> step_grads_;
+  device::cpu::AlignedBuffer<float> own_master_;  // [Ψ] bf16/fp16 only
   std::span<float> master_;                  // own_master_, or params_ for fp32
-  std::vector<tensor::AlignedBuffer<float>> states_;
+  std::vector<device::cpu::AlignedBuffer<float>> states_;
   std::vector<std::span<float>> state_spans_;
 };
 

@@ -8,12 +8,12 @@
 #include <string>
 #include <vector>
 
-#include "common/log.h"
+#include "core/log.h"
 #include "engine/builders.h"
 #include "engine/precision.h"
-#include "engine/threads.h"
+#include "device/cpu/threads.h"
 #include "optim/grad_utils.h"
-#include "zero/host_buffer.h"
+#include "device/cpu/host_buffer.h"
 #include "zero/partition_array.h"
 
 namespace zerotrain::engine {
@@ -48,8 +48,8 @@ StatusOr<std::unique_ptr<Engine>> Engine::create(const config::Config& config,
     return invalid_argument("Engine::create: model and comm are required");
   ZT_RETURN_IF_ERROR(check_supported(config, *comm));
   if (options.configure_threads)
-    configure_compute_threads(options.local_ranks > 0 ? options.local_ranks
-                                                      : local_ranks_from_env(comm->world_size()));
+    device::cpu::configure_compute_threads(options.local_ranks > 0 ? options.local_ranks
+                                 : device::cpu::local_ranks_from_env(comm->world_size()));
 
   std::unique_ptr<Engine> e(new Engine());
   e->config_ = config;
@@ -149,7 +149,7 @@ Status Engine::boundary_step() {
   std::span<float> grads = strategy_->owned_gradients();
   // fp16 gradients pass through fp16, so a loss-scaled gradient beyond its
   // range (65504) overflows to inf as in real fp16 and the scaler sees it.
-  if (config_.fp16.enabled) zero::round_to(config::DType::kFp16, grads, grads);
+  if (config_.fp16.enabled) zero::round_to(DType::kFloat16, grads, grads);
 
   // One pass over the gradients gives both the overflow check and the norm.
   const double local_sq = optim::squared_l2_norm(grads);
@@ -195,7 +195,7 @@ Status Engine::update_in_sub_groups(std::span<const float> grads, float grad_sca
     const size_t len = std::min(chunk, master.size() - off);
     for (size_t i = 0; i < states.size(); ++i) part[i] = states[i].subspan(off, len);
     ZT_RETURN_IF_ERROR(optimizer_->update(master.subspan(off, len),
-                                          tensor::make_view(grads.subspan(off, len)), part, {},
+                                          make_view(grads.subspan(off, len)), part, {},
                                           grad_scale));
     if (off + len >= master.size()) break;
   }
@@ -209,7 +209,7 @@ MemoryReport Engine::memory() const {
   r.activation_bytes = model_->memory().activation_bytes;
   r.numel = model_->layout().total_numel();
   r.formula_bytes = zero_formula_bytes(strategy_->stage(), r.numel, comm_->world_size());
-  r.pinned_host_bytes = zero::host_memory::pinned_bytes();
+  r.pinned_host_bytes = device::cpu::host_memory::pinned_bytes();
   return r;
 }
 

@@ -47,7 +47,7 @@
 #include <nlohmann/json.hpp>
 
 #include "comm/communicator.h"
-#include "common/status.h"
+#include "core/status.h"
 #include "config/config.h"
 #include "engine/zero_strategy.h"
 #include "model/gpt_model.h"

@@ -16,9 +16,9 @@
 #include "checkpoint/export.h"
 #include "checkpoint/manifest.h"
 #include "checkpoint/shard_file.h"
-#include "common/atomic_file.h"
-#include "common/env.h"
-#include "common/log.h"
+#include "core/atomic_file.h"
+#include "core/env.h"
+#include "core/log.h"
 #include "engine/engine.h"
 
 namespace zerotrain::engine {
@@ -171,9 +171,9 @@ Status Engine::save_checkpoint(const std::string& dir, const std::string& tag,
                                            checkpoint::manifest_to_json(m)));
       kill_point("manifest");
       if (gather16) {
-        const tensor::DType dt = config_.bf16.enabled   ? tensor::DType::kBFloat16
-                                 : config_.fp16.enabled ? tensor::DType::kFloat16
-                                                        : tensor::DType::kFloat32;
+        const DType dt = config_.bf16.enabled   ? DType::kBFloat16
+                                 : config_.fp16.enabled ? DType::kFloat16
+                                                        : DType::kFloat32;
         ZT_RETURN_IF_ERROR(checkpoint::export_safetensors(staging, staging + "/" + k16BitFile, dt));
       }
       // Into place: the old TAG (if any) aside, the new one in, latest last.
@@ -205,7 +205,7 @@ StatusOr<json> Engine::load_checkpoint(const std::string& dir, const std::string
   std::string tag = tag_in;
   std::optional<checkpoint::CheckpointReader> reader;
   std::vector<std::vector<float>> scratch;  // master, then each optimizer state
-  const std::vector<zero::Range> ranges = strategy_->owned_ranges();
+  const std::vector<Range> ranges = strategy_->owned_ranges();
   const optim::LossScalerState scaler_before = scaler_->state();
   bool scaler_loaded = false;
   Status st = [&]() -> Status {
@@ -254,7 +254,7 @@ StatusOr<json> Engine::load_checkpoint(const std::string& dir, const std::string
     for (const std::string& name : names) {
       std::vector<float>& dst = scratch.emplace_back(strategy_->owned_master().size());
       int64_t at = 0;
-      for (const zero::Range& r : ranges) {
+      for (const Range& r : ranges) {
         ZT_RETURN_IF_ERROR(reader->read(name, r.offset, r.count, dst.data() + at));
         at += r.count;
       }

@@ -8,7 +8,7 @@
 
 #include <memory>
 
-#include "common/status.h"
+#include "core/status.h"
 #include "config/config.h"
 #include "optim/loss_scaler.h"
 

@@ -11,7 +11,7 @@
 #include <memory>
 
 #include "comm/communicator.h"
-#include "common/status.h"
+#include "core/status.h"
 #include "config/config.h"
 #include "model/gpt_model.h"
 #include "zero/zero_strategy.h"

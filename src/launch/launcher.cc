@@ -14,7 +14,7 @@
 #include <iostream>
 #include <sstream>
 
-#include "common/env.h"
+#include "core/env.h"
 #include "launch/resources.h"
 #include "launch/supervisor.h"
 

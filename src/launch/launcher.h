@@ -39,7 +39,7 @@
 #include <string>
 #include <vector>
 
-#include "common/status.h"
+#include "core/status.h"
 #include "launch/plan.h"
 
 namespace zerotrain::launch {

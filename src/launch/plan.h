@@ -34,7 +34,7 @@
 #include <string_view>
 #include <vector>
 
-#include "common/status.h"
+#include "core/status.h"
 #include "launch/resources.h"
 
 namespace zerotrain::launch {

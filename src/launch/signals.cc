@@ -8,7 +8,7 @@
 #include <cerrno>
 #include <cstring>
 
-#include "common/status.h"
+#include "core/status.h"
 
 namespace zerotrain::launch {
 namespace {

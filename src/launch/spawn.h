@@ -16,7 +16,7 @@
 
 #include <sys/types.h>
 
-#include "common/status.h"
+#include "core/status.h"
 #include "launch/plan.h"
 
 namespace zerotrain::launch {

@@ -12,10 +12,10 @@ int64_t Activations::plan(const GptConfig& cfg, int64_t B, int64_t T, bool att_l
     next += (n + 15) / 16 * 16;  // keep every array on its own 64-byte line
   };
   // n bf16 elements in (n + 1) / 2 floats' room.
-  auto take16 = [&](uint16_t** p, int64_t n) {
+  auto take16 = [&](BFloat16** p, int64_t n) {
     float* at = nullptr;
     take(&at, (n + 1) / 2);
-    *p = reinterpret_cast<uint16_t*>(at);
+    *p = reinterpret_cast<BFloat16*>(at);
   };
   take(&encoded, BT * C);
   layers.resize(static_cast<size_t>(cfg.n_layer));

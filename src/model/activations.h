@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "core/half.h"
 #include "model/gpt_config.h"
 
 namespace zerotrain::model {
@@ -48,9 +49,9 @@ struct LayerActivations {
   float* ln2_rstd;             // [B,T]
   float* fch;                  // [B,T,4C] c_fc output (gelu input; fp32 only)
   float* res3;                 // [B,T,C] block output
-  uint16_t* qkv16 = nullptr;   // [B,T,3C] bf16 bits (bf16 only)
-  uint16_t* atty16 = nullptr;  // [B,T,C] bf16 bits (bf16 only)
-  uint16_t* fch16 = nullptr;   // [B,T,4C] bf16 bits (bf16 only)
+  BFloat16* qkv16 = nullptr;   // [B,T,3C] bf16 (bf16 only)
+  BFloat16* atty16 = nullptr;  // [B,T,C] bf16 (bf16 only)
+  BFloat16* fch16 = nullptr;   // [B,T,4C] bf16 (bf16 only)
 };
 
 struct Activations {

@@ -5,12 +5,12 @@
 // input gradient into a fresh scratch, which its GEMM overwrites.
 #include <cstring>
 
-#include "kernels/cpu/ops.h"
+#include "device/cpu/kernels/ops.h"
 #include "model/gpt_model.h"
 
 namespace zerotrain::model {
 
-namespace kc = kernels::cpu;
+namespace kc = zerotrain::device::cpu;
 
 namespace {
 void zero(float* p, int64_t n) { std::memset(p, 0, static_cast<size_t>(n) * sizeof(float)); }

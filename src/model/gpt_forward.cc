@@ -6,12 +6,12 @@
 #include <algorithm>
 #include <cstring>
 
-#include "kernels/cpu/ops.h"
+#include "device/cpu/kernels/ops.h"
 #include "model/gpt_model.h"
 
 namespace zerotrain::model {
 
-namespace kc = kernels::cpu;
+namespace kc = zerotrain::device::cpu;
 
 Status GptModel::forward_encoder() {
   return kc::encoder_forward(acts_.encoded, tokens_.data(), p(layout_.wte()), p(layout_.wpe()), B_,

@@ -5,12 +5,12 @@
 #include <algorithm>
 #include <cstring>
 
-#include "kernels/cpu/ops.h"
+#include "device/cpu/kernels/ops.h"
 #include "model/gpt_model.h"
 
 namespace zerotrain::model {
 
-namespace kc = kernels::cpu;
+namespace kc = zerotrain::device::cpu;
 
 namespace {
 
@@ -24,18 +24,18 @@ void for_blocks(int64_t n, Fn&& fn) {
 }
 
 // dst = bf16(src), round to nearest even.
-const kc::Bf16Bits* to_bf16(tensor::AlignedBuffer<tensor::BFloat16>& dst, const float* src,
+const BFloat16* to_bf16(device::cpu::AlignedBuffer<BFloat16>& dst, const float* src,
                             int64_t n) {
   ZT_CHECK(static_cast<size_t>(n) <= dst.size(), "bf16 scratch too small: ", n, " > ", dst.size());
   // BFloat16 is a standard-layout wrapper of its uint16_t bits.
-  auto* out = reinterpret_cast<kc::Bf16Bits*>(dst.data());
+  auto* out = reinterpret_cast<BFloat16*>(dst.data());
   for_blocks(n, [&](int64_t i, int64_t len) { kc::bf16_from_float_array(out + i, src + i, len); });
   return out;
 }
 
 }  // namespace
 
-const kc::Bf16Bits* GptModel::as_bf16(Operand x, tensor::AlignedBuffer<tensor::BFloat16>& scratch,
+const BFloat16* GptModel::as_bf16(Operand x, device::cpu::AlignedBuffer<BFloat16>& scratch,
                                       int64_t n) {
   return x.bf16 != nullptr ? x.bf16 : to_bf16(scratch, x.f32, n);
 }
@@ -50,8 +50,8 @@ float* GptModel::as_f32(Output x) {
   return x.f32;
 }
 
-const kc::Bf16Bits* GptModel::weight_bf16(const TensorInfo& t) {
-  if (const kc::Bf16Bits* view = param16_base_[t.group]) {
+const BFloat16* GptModel::weight_bf16(const TensorInfo& t) {
+  if (const BFloat16* view = param16_base_[t.group]) {
     return view + (t.offset - layout_.groups()[t.group].offset);
   }
   return to_bf16(w16_, p(t), t.numel);
@@ -61,8 +61,8 @@ Status GptModel::linear_fwd(Output out, Operand inp, const TensorInfo& w, const 
                             int64_t OC) {
   if (!options_.bf16_compute)
     return kc::linear_forward(as_f32(out), as_f32(inp), p(w), b, B_, T_, C, OC);
-  const kc::Bf16Bits* w16 = weight_bf16(w);
-  const kc::Bf16Bits* x16 = as_bf16(inp, x16_, B_ * T_ * C);
+  const BFloat16* w16 = weight_bf16(w);
+  const BFloat16* x16 = as_bf16(inp, x16_, B_ * T_ * C);
   if (out.bf16 != nullptr) return kc::linear_forward_bf16(out.bf16, x16, w16, b, B_, T_, C, OC);
   return kc::linear_forward_bf16(out.f32, x16, w16, b, B_, T_, C, OC);
 }
@@ -73,9 +73,9 @@ Status GptModel::linear_bwd(Output dinp, float* dw, float* db, Operand dout, Ope
     return kc::linear_backward(as_f32(dinp), dw, db, as_f32(dout), as_f32(inp), p(w), B_, T_, C, OC,
                                dinp_accumulate);
   }
-  const kc::Bf16Bits* w16 = weight_bf16(w);
-  const kc::Bf16Bits* x16 = as_bf16(inp, x16_, B_ * T_ * C);
-  const kc::Bf16Bits* d16 = as_bf16(dout, d16_, B_ * T_ * OC);
+  const BFloat16* w16 = weight_bf16(w);
+  const BFloat16* x16 = as_bf16(inp, x16_, B_ * T_ * C);
+  const BFloat16* d16 = as_bf16(dout, d16_, B_ * T_ * OC);
   if (dinp.bf16 != nullptr) {
     ZT_CHECK(!dinp_accumulate, "a bf16 input gradient is overwritten, not accumulated");
     return kc::linear_backward_bf16(dinp.bf16, dw, db, d16, x16, w16, B_, T_, C, OC);

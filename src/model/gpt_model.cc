@@ -60,10 +60,10 @@ StatusOr<GptModel> GptModel::create(const GptConfig& cfg, const GptModelOptions&
   GptModel m(cfg, opts);
   const auto n = static_cast<size_t>(m.layout_.total_numel());
   if (opts.own_parameters) {
-    ZT_ASSIGN_OR_RETURN(m.own_params_, tensor::AlignedBuffer<float>::allocate(n));
+    ZT_ASSIGN_OR_RETURN(m.own_params_, device::cpu::AlignedBuffer<float>::allocate(n));
   }
   if (opts.own_gradients) {
-    ZT_ASSIGN_OR_RETURN(m.own_grads_, tensor::AlignedBuffer<float>::allocate(n));
+    ZT_ASSIGN_OR_RETURN(m.own_grads_, device::cpu::AlignedBuffer<float>::allocate(n));
   }
   const bool lse = opts.recompute_attention;
   const int64_t head_rows =
@@ -72,11 +72,11 @@ StatusOr<GptModel> GptModel::create(const GptConfig& cfg, const GptModelOptions&
   const int64_t acts =
       m.acts_.plan(cfg, opts.max_batch, opts.max_seq, lse, head_rows, bf16, nullptr);
   ZT_ASSIGN_OR_RETURN(m.act_buffer_,
-                      tensor::AlignedBuffer<float>::allocate(static_cast<size_t>(acts)));
+                      device::cpu::AlignedBuffer<float>::allocate(static_cast<size_t>(acts)));
   m.acts_.plan(cfg, opts.max_batch, opts.max_seq, lse, head_rows, bf16, m.act_buffer_.data());
   if (opts.bf16_compute) {
     const Bf16Scratch n16 = bf16_scratch(cfg, opts.max_batch, opts.max_seq, head_rows);
-    using Buf16 = tensor::AlignedBuffer<tensor::BFloat16>;
+    using Buf16 = device::cpu::AlignedBuffer<BFloat16>;
     ZT_ASSIGN_OR_RETURN(m.w16_, Buf16::allocate(static_cast<size_t>(n16.weight)));
     ZT_ASSIGN_OR_RETURN(m.x16_, Buf16::allocate(static_cast<size_t>(n16.input)));
     ZT_ASSIGN_OR_RETURN(m.d16_, Buf16::allocate(static_cast<size_t>(n16.dout)));
@@ -112,17 +112,17 @@ void GptModel::set_group_gradients(int g, float* base) {
   flat_grads_ = nullptr;
 }
 
-Status GptModel::set_group_parameters_bf16(int g, const kernels::cpu::Bf16Bits* base) {
+Status GptModel::set_group_parameters_bf16(int g, const BFloat16* base) {
   ZT_CHECK(g >= 0 && g < num_groups(), "group ", g, " out of range");
   if (!options_.bf16_compute)
     return invalid_argument("set_group_parameters_bf16: the model was made without bf16_compute");
   param16_base_[g] = base;
   const bool all = std::all_of(param16_base_.begin(), param16_base_.end(),
-                               [](const kernels::cpu::Bf16Bits* b) { return b != nullptr; });
+                               [](const BFloat16* b) { return b != nullptr; });
   if (all) {
     w16_ = {};  // every GEMM weight has its view
   } else if (w16_.empty()) {
-    ZT_ASSIGN_OR_RETURN(w16_, tensor::AlignedBuffer<tensor::BFloat16>::allocate(
+    ZT_ASSIGN_OR_RETURN(w16_, device::cpu::AlignedBuffer<BFloat16>::allocate(
                                   static_cast<size_t>(weight_scratch(cfg_))));
   }
   return ok_status();

@@ -76,13 +76,14 @@
 #include <span>
 #include <vector>
 
-#include "common/status.h"
-#include "kernels/cpu/bf16.h"
+#include "core/status.h"
+#include "core/half.h"
+#include "device/cpu/convert.h"
 #include "model/activations.h"
 #include "model/gpt_config.h"
 #include "model/param_layout.h"
-#include "tensor/aligned_buffer.h"
-#include "tensor/half.h"
+#include "device/cpu/aligned_buffer.h"
+#include "core/half.h"
 
 namespace zerotrain::model {
 
@@ -158,7 +159,7 @@ class GptModel {
   // every call. nullptr unbinds. Once every group has a view the weight
   // scratch is freed (and reallocated if one is unbound); InvalidArgument
   // without bf16_compute, Internal if that allocation fails.
-  Status set_group_parameters_bf16(int g, const kernels::cpu::Bf16Bits* base);
+  Status set_group_parameters_bf16(int g, const BFloat16* base);
   void set_hooks(GroupHooks hooks) { hooks_ = std::move(hooks); }
   // Frees the buffers the model allocated (own_parameters/own_gradients)
   // and unbinds every group: ZeRO-3 keeps only partitions and binds group
@@ -223,22 +224,22 @@ class GptModel {
   // possibly bf16 already (a kernel wrote it rounded, or it was saved so).
   struct Operand {
     Operand(const float* p) : f32(p) {}                    // NOLINT: implicit on purpose
-    Operand(const kernels::cpu::Bf16Bits* p) : bf16(p) {}  // NOLINT
+    Operand(const BFloat16* p) : bf16(p) {}  // NOLINT
     const float* f32 = nullptr;
-    const kernels::cpu::Bf16Bits* bf16 = nullptr;
+    const BFloat16* bf16 = nullptr;
   };
   // Where a linear layer writes its output (or input gradient): fp32, or
   // on the bf16 path, when bf16 is set, rounded to bf16 by the GEMM itself
   // (for tensors the next op reads only in bf16).
   struct Output {
     Output(float* p) : f32(p) {}                    // NOLINT: implicit on purpose
-    Output(kernels::cpu::Bf16Bits* p) : bf16(p) {}  // NOLINT
+    Output(BFloat16* p) : bf16(p) {}  // NOLINT
     float* f32 = nullptr;
-    kernels::cpu::Bf16Bits* bf16 = nullptr;
+    BFloat16* bf16 = nullptr;
   };
   // A saved GEMM output: the fp32 path's array or the bf16 path's (the
   // other one is null in each path's activations).
-  Output saved(float* f32, uint16_t* bf16) const {
+  Output saved(float* f32, BFloat16* bf16) const {
     return options_.bf16_compute ? Output(bf16) : Output(f32);
   }
   // The linear layer of the current (B_, T_), fp32 or bf16 per options; a
@@ -251,7 +252,7 @@ class GptModel {
                     const TensorInfo& w, int64_t C, int64_t OC, bool dinp_accumulate = true);
   // Weight tensor t as a bf16 GEMM operand: its group's bf16 view, or its
   // fp32 values rounded into the weight scratch.
-  const kernels::cpu::Bf16Bits* weight_bf16(const TensorInfo& t);
+  const BFloat16* weight_bf16(const TensorInfo& t);
   // ln(x) with the row statistics into mean/rstd, as the next GEMM's
   // operand: fp32 in acts_.ln, or bf16 straight into the input scratch.
   Operand layernorm_operand(const float* x, float* mean, float* rstd, const float* w,
@@ -274,12 +275,12 @@ class GptModel {
   // attention_bwd left d qkv for the c_attn backward.
   Output attention_input_gradient();
   Operand qkv_gradient();
-  const kernels::cpu::Bf16Bits* as_bf16(Operand x, tensor::AlignedBuffer<tensor::BFloat16>& scratch,
+  const BFloat16* as_bf16(Operand x, device::cpu::AlignedBuffer<BFloat16>& scratch,
                                         int64_t n);
   static const float* as_f32(Operand x);
   static float* as_f32(Output x);
-  kernels::cpu::Bf16Bits* x16() { return reinterpret_cast<kernels::cpu::Bf16Bits*>(x16_.data()); }
-  kernels::cpu::Bf16Bits* d16() { return reinterpret_cast<kernels::cpu::Bf16Bits*>(d16_.data()); }
+  BFloat16* x16() { return reinterpret_cast<BFloat16*>(x16_.data()); }
+  BFloat16* d16() { return reinterpret_cast<BFloat16*>(d16_.data()); }
   // The tied lm head over `rows` rows of lnf (gpt_linear.cc): logits =
   // lnf · wteᵀ, and its backward (dln = dlogits · wte, dwte += dlogitsᵀ ·
   // lnf). With bf16_compute, prepare_head() rounds wte into the weight
@@ -296,15 +297,15 @@ class GptModel {
   GptConfig cfg_;
   GptModelOptions options_;
   ParamLayout layout_;
-  tensor::AlignedBuffer<float> own_params_, own_grads_, act_buffer_;
+  device::cpu::AlignedBuffer<float> own_params_, own_grads_, act_buffer_;
   // bf16 operands of the current GEMM (bf16_compute only): weight, input,
   // output gradient.
-  tensor::AlignedBuffer<tensor::BFloat16> w16_, x16_, d16_;
+  device::cpu::AlignedBuffer<BFloat16> w16_, x16_, d16_;
   float* flat_params_ = nullptr;
   float* flat_grads_ = nullptr;
   std::vector<float*> param_base_, grad_base_;               // [num_groups]
-  std::vector<const kernels::cpu::Bf16Bits*> param16_base_;  // [num_groups], bf16 views
-  const kernels::cpu::Bf16Bits* head_w16_ = nullptr;         // wte in bf16 for this pass's head
+  std::vector<const BFloat16*> param16_base_;  // [num_groups], bf16 views
+  const BFloat16* head_w16_ = nullptr;         // wte in bf16 for this pass's head
   GroupHooks hooks_;
   Activations acts_;
   std::vector<int32_t> tokens_, targets_;  // [B*T] of the current pass

@@ -29,7 +29,7 @@
 #include <string_view>
 #include <vector>
 
-#include "common/status.h"
+#include "core/status.h"
 #include "model/gpt_config.h"
 
 namespace zerotrain::model {

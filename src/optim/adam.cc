@@ -7,8 +7,8 @@
 #include <string>
 
 #include "optim/adam_kernels.h"
-#include "tensor/cpu_features.h"
-#include "tensor/half.h"
+#include "device/cpu/cpu_features.h"
+#include "core/half.h"
 
 namespace zerotrain::optim {
 namespace detail {
@@ -23,8 +23,8 @@ namespace {
 float load_grad(GradKind kind, const void* grads, size_t i) {
   if (kind == GradKind::kFp32) return static_cast<const float*>(grads)[i];
   const uint16_t bits = static_cast<const uint16_t*>(grads)[i];
-  return kind == GradKind::kFp16 ? tensor::fp16_bits_to_fp32(bits)
-                                 : tensor::bf16_bits_to_fp32(bits);
+  return kind == GradKind::kFp16 ? fp16_bits_to_fp32(bits)
+                                 : bf16_bits_to_fp32(bits);
 }
 }  // namespace
 
@@ -43,8 +43,8 @@ void adam_portable(const AdamKernelArgs& a, const AdamKernelPtrs& p, size_t n) {
     p.exp_avg[i] = m;
     p.exp_avg_sq[i] = v;
     p.params[i] = param;
-    if (a.copy_kind == CopyKind::kFp16) p.copy[i] = tensor::fp32_to_fp16_bits(param);
-    if (a.copy_kind == CopyKind::kBf16) p.copy[i] = tensor::fp32_to_bf16_bits(param);
+    if (a.copy_kind == CopyKind::kFp16) p.copy[i] = fp32_to_fp16_bits(param);
+    if (a.copy_kind == CopyKind::kBf16) p.copy[i] = fp32_to_bf16_bits(param);
   }
 }
 
@@ -60,12 +60,12 @@ using Kernel = void (*)(const detail::AdamKernelArgs&, const detail::AdamKernelP
 
 Kernel pick_kernel() {
 #if defined(__x86_64__)
-  switch (tensor::active_simd_level()) {
-    case tensor::SimdLevel::kAvx512:
+  switch (device::cpu::active_simd_level()) {
+    case device::cpu::SimdLevel::kAvx512:
       return detail::adam_avx512;
-    case tensor::SimdLevel::kAvx2:
+    case device::cpu::SimdLevel::kAvx2:
       return detail::adam_avx2;
-    case tensor::SimdLevel::kPortable:
+    case device::cpu::SimdLevel::kPortable:
       break;
   }
 #endif
@@ -107,7 +107,7 @@ Status check_grads(const AdamTensors& t) {
                std::to_string(t.grads.size()));
   }
   if (!t.grads.empty()) return bad("give grads or grads16, not both");
-  if (t.grads16.dtype == tensor::DType::kFloat32) return bad("grads16 must be fp16 or bf16");
+  if (t.grads16.dtype == DType::kFloat32) return bad("grads16 must be fp16 or bf16");
   if (t.grads16.numel != n || t.grads16.data == nullptr) {
     return bad("grads16 has " + std::to_string(t.grads16.numel) + " elements, params " +
                std::to_string(n));
@@ -115,7 +115,7 @@ Status check_grads(const AdamTensors& t) {
   return ok_status();
 }
 
-Status check_tensors(const AdamTensors& t, tensor::TensorView copy, int64_t step) {
+Status check_tensors(const AdamTensors& t, TensorView copy, int64_t step) {
   const size_t n = t.params.size();
   if (step < 1) return bad("step must be >= 1 (got " + std::to_string(step) + ")");
   ZT_RETURN_IF_ERROR(check_grads(t));
@@ -125,7 +125,7 @@ Status check_tensors(const AdamTensors& t, tensor::TensorView copy, int64_t step
                std::to_string(t.exp_avg_sq.size()));
   }
   if (copy.data == nullptr && copy.numel == 0) return ok_status();
-  if (copy.dtype == tensor::DType::kFloat32) {
+  if (copy.dtype == DType::kFloat32) {
     return bad("param_copy must be fp16 or bf16, not fp32");
   }
   if (copy.data == nullptr) return bad("param_copy has no data");
@@ -157,14 +157,14 @@ Status validate(const AdamOptions& o) {
 }
 
 Status adam_update(const AdamOptions& options, int64_t step, const AdamTensors& t,
-                   tensor::TensorView param_copy) {
+                   TensorView param_copy) {
   ZT_RETURN_IF_ERROR(check_tensors(t, param_copy, step));
   detail::AdamKernelArgs args = make_args(options, step);
   uint16_t* copy = nullptr;
   args.copy_kind = detail::CopyKind::kNone;
   if (param_copy.numel > 0) {
     copy = static_cast<uint16_t*>(param_copy.data);
-    args.copy_kind = param_copy.dtype == tensor::DType::kFloat16 ? detail::CopyKind::kFp16
+    args.copy_kind = param_copy.dtype == DType::kFloat16 ? detail::CopyKind::kFp16
                                                                  : detail::CopyKind::kBf16;
   }
   args.grad_scale = t.grad_scale;
@@ -173,7 +173,7 @@ Status adam_update(const AdamOptions& options, int64_t step, const AdamTensors& 
   args.grad_kind = detail::GradKind::kFp32;
   if (t.grads16.numel > 0) {
     grads = t.grads16.data;
-    args.grad_kind = t.grads16.dtype == tensor::DType::kFloat16 ? detail::GradKind::kFp16
+    args.grad_kind = t.grads16.dtype == DType::kFloat16 ? detail::GradKind::kFp16
                                                                 : detail::GradKind::kBf16;
   }
   const detail::AdamKernelPtrs base{t.params.data(), grads, t.exp_avg.data(), t.exp_avg_sq.data(),
@@ -194,12 +194,12 @@ StatusOr<Adam> Adam::create(const AdamOptions& options) {
   return Adam(options);
 }
 
-Status Adam::step(const AdamTensors& tensors, tensor::TensorView param_copy) {
+Status Adam::step(const AdamTensors& tensors, TensorView param_copy) {
   begin_step();
   return update(tensors, param_copy);
 }
 
-Status Adam::update(const AdamTensors& tensors, tensor::TensorView param_copy) const {
+Status Adam::update(const AdamTensors& tensors, TensorView param_copy) const {
   if (step_count_ < 1) return bad("update() before begin_step()");
   return adam_update(options_, step_count_, tensors, param_copy);
 }

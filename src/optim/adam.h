@@ -25,9 +25,9 @@
 #include <cstdint>
 #include <span>
 
-#include "common/status.h"
-#include "tensor/aligned_buffer.h"
-#include "tensor/view.h"
+#include "core/status.h"
+#include "device/cpu/aligned_buffer.h"
+#include "core/tensor.h"
 
 namespace zerotrain::optim {
 
@@ -53,7 +53,7 @@ struct AdamTensors {
   std::span<const float> grads;
   std::span<float> exp_avg;     // first moment (m)
   std::span<float> exp_avg_sq;  // second moment (v)
-  tensor::ConstTensorView grads16 = {};
+  ConstTensorView grads16 = {};
   // Each grad is multiplied by this first, in fp32 (as the grads scaled in
   // place by it would be): the engine's loss-scale unscaling and gradient
   // clipping, fused into the update's one pass.
@@ -62,10 +62,10 @@ struct AdamTensors {
 
 // Moments owned together, zero-initialised, 64-byte aligned.
 struct AdamState {
-  tensor::AlignedBuffer<float> exp_avg;
-  tensor::AlignedBuffer<float> exp_avg_sq;
+  device::cpu::AlignedBuffer<float> exp_avg;
+  device::cpu::AlignedBuffer<float> exp_avg_sq;
   static AdamState zeros(size_t n) {
-    return {tensor::AlignedBuffer<float>(n), tensor::AlignedBuffer<float>(n)};
+    return {device::cpu::AlignedBuffer<float>(n), device::cpu::AlignedBuffer<float>(n)};
   }
 };
 
@@ -73,18 +73,18 @@ struct AdamState {
 // empty, must be fp16 or bf16 with params.size() elements; it receives the
 // rounded new weights. InvalidArgument on length/dtype mismatch or step < 1.
 Status adam_update(const AdamOptions& options, int64_t step, const AdamTensors& tensors,
-                   tensor::TensorView param_copy = {});
+                   TensorView param_copy = {});
 
 class Adam {
  public:
   static StatusOr<Adam> create(const AdamOptions& options);
 
   // One optimizer step on one tensor: begin_step() then update().
-  Status step(const AdamTensors& tensors, tensor::TensorView param_copy = {});
+  Status step(const AdamTensors& tensors, TensorView param_copy = {});
   // For several tensors (or ZeRO partitions) in one step: call begin_step()
   // once, then update() on each.
   void begin_step() { ++step_count_; }
-  Status update(const AdamTensors& tensors, tensor::TensorView param_copy = {}) const;
+  Status update(const AdamTensors& tensors, TensorView param_copy = {}) const;
 
   const AdamOptions& options() const { return options_; }
   // Set by LR schedulers (OneCycle also cycles beta1 and pins beta2).

@@ -5,7 +5,7 @@
 #include "optim/adam_kernels.h"
 
 #if defined(__x86_64__)
-#include "tensor/simd_x86.h"
+#include "device/cpu/simd_x86.h"
 
 namespace zerotrain::optim::detail {
 namespace {
@@ -20,7 +20,7 @@ ZT_TARGET_AVX512 __m512 load_grad16(const void* grads, size_t i) {
     const __m256i bits = _mm256_loadu_si256(
         reinterpret_cast<const __m256i*>(static_cast<const uint16_t*>(grads) + i));
     if constexpr (kGrad == GradKind::kFp16) return _mm512_cvtph_ps(bits);
-    return tensor::simd::bf16_to_fp32_16(bits);
+    return device::cpu::simd::bf16_to_fp32_16(bits);
   }
 }
 
@@ -32,7 +32,7 @@ ZT_TARGET_AVX2 __m256 load_grad8(const void* grads, size_t i) {
     const __m128i bits =
         _mm_loadu_si128(reinterpret_cast<const __m128i*>(static_cast<const uint16_t*>(grads) + i));
     if constexpr (kGrad == GradKind::kFp16) return _mm256_cvtph_ps(bits);
-    return tensor::simd::bf16_to_fp32_8(bits);
+    return device::cpu::simd::bf16_to_fp32_8(bits);
   }
 }
 
@@ -62,9 +62,9 @@ ZT_TARGET_AVX512 size_t avx512_body(const AdamKernelArgs& a, const AdamKernelPtr
     _mm512_storeu_ps(p.params + i, param);
     auto* copy = reinterpret_cast<__m256i*>(p.copy + i);
     if constexpr (kCopy == CopyKind::kFp16)
-      _mm256_storeu_si256(copy, tensor::simd::fp32_to_fp16_16(param));
+      _mm256_storeu_si256(copy, device::cpu::simd::fp32_to_fp16_16(param));
     if constexpr (kCopy == CopyKind::kBf16)
-      _mm256_storeu_si256(copy, tensor::simd::fp32_to_bf16_16(param));
+      _mm256_storeu_si256(copy, device::cpu::simd::fp32_to_bf16_16(param));
   }
   return i;
 }
@@ -95,9 +95,9 @@ ZT_TARGET_AVX2 size_t avx2_body(const AdamKernelArgs& a, const AdamKernelPtrs& p
     _mm256_storeu_ps(p.params + i, param);
     auto* copy = reinterpret_cast<__m128i*>(p.copy + i);
     if constexpr (kCopy == CopyKind::kFp16)
-      _mm_storeu_si128(copy, tensor::simd::fp32_to_fp16_8(param));
+      _mm_storeu_si128(copy, device::cpu::simd::fp32_to_fp16_8(param));
     if constexpr (kCopy == CopyKind::kBf16)
-      _mm_storeu_si128(copy, tensor::simd::fp32_to_bf16_8(param));
+      _mm_storeu_si128(copy, device::cpu::simd::fp32_to_bf16_8(param));
   }
   return i;
 }

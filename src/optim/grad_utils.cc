@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "optim/grad_kernels.h"
-#include "tensor/cpu_features.h"
+#include "device/cpu/cpu_features.h"
 
 namespace zerotrain::optim {
 namespace detail {
@@ -41,12 +41,12 @@ struct Kernels {
 
 Kernels kernels() {
 #if defined(__x86_64__)
-  switch (tensor::active_simd_level()) {
-    case tensor::SimdLevel::kAvx512:
+  switch (device::cpu::active_simd_level()) {
+    case device::cpu::SimdLevel::kAvx512:
       return {detail::any_nonfinite_avx512, detail::sum_squares_avx512};
-    case tensor::SimdLevel::kAvx2:
+    case device::cpu::SimdLevel::kAvx2:
       return {detail::any_nonfinite_avx2, detail::sum_squares_avx2};
-    case tensor::SimdLevel::kPortable:
+    case device::cpu::SimdLevel::kPortable:
       break;
   }
 #endif
@@ -76,8 +76,8 @@ bool has_inf_or_nan(std::span<const float> x) {
   return hit;
 }
 
-bool has_inf_or_nan(std::span<const tensor::Half> x) { return any_16bit_nonfinite(x, 0x7c00); }
-bool has_inf_or_nan(std::span<const tensor::BFloat16> x) { return any_16bit_nonfinite(x, 0x7f80); }
+bool has_inf_or_nan(std::span<const Half> x) { return any_16bit_nonfinite(x, 0x7c00); }
+bool has_inf_or_nan(std::span<const BFloat16> x) { return any_16bit_nonfinite(x, 0x7f80); }
 
 double squared_l2_norm(std::span<const float> x) {
   const Kernels k = kernels();

@@ -21,13 +21,13 @@
 
 #include <span>
 
-#include "tensor/half.h"
+#include "core/half.h"
 
 namespace zerotrain::optim {
 
 bool has_inf_or_nan(std::span<const float> x);
-bool has_inf_or_nan(std::span<const tensor::Half> x);
-bool has_inf_or_nan(std::span<const tensor::BFloat16> x);
+bool has_inf_or_nan(std::span<const Half> x);
+bool has_inf_or_nan(std::span<const BFloat16> x);
 
 // Sum of squares in double (what ranks all-reduce before the square root).
 double squared_l2_norm(std::span<const float> x);

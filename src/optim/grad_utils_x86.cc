@@ -2,7 +2,7 @@
 #include "optim/grad_kernels.h"
 
 #if defined(__x86_64__)
-#include "tensor/simd_x86.h"
+#include "device/cpu/simd_x86.h"
 
 namespace zerotrain::optim::detail {
 

@@ -5,7 +5,7 @@
 #include <cmath>
 #include <string>
 
-#include "common/log.h"
+#include "core/log.h"
 
 namespace zerotrain::optim {
 namespace {

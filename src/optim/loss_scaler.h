@@ -23,7 +23,7 @@
 #include <cstdint>
 #include <memory>
 
-#include "common/status.h"
+#include "core/status.h"
 
 namespace zerotrain::optim {
 

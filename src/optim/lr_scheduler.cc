@@ -5,7 +5,7 @@
 #include <cmath>
 #include <numbers>
 
-#include "common/log.h"
+#include "core/log.h"
 
 namespace zerotrain::optim {
 namespace {

@@ -26,7 +26,7 @@
 #include <string_view>
 #include <variant>
 
-#include "common/status.h"
+#include "core/status.h"
 
 namespace zerotrain::optim {
 

@@ -25,10 +25,10 @@
 #include <variant>
 #include <vector>
 
-#include "common/status.h"
+#include "core/status.h"
 #include "optim/adam.h"
 #include "optim/sgd.h"
-#include "tensor/view.h"
+#include "core/tensor.h"
 
 namespace zerotrain::optim {
 
@@ -47,9 +47,9 @@ class Optimizer {
   // grad_scale multiplies each grad first (in fp32, bit for bit what
   // scaling the grads in place would give), so the engine's unscaling and
   // clipping cost no pass of their own.
-  virtual Status update(std::span<float> params, tensor::ConstTensorView grads,
+  virtual Status update(std::span<float> params, ConstTensorView grads,
                         std::span<const std::span<float>> states,
-                        tensor::TensorView param_copy = {}, float grad_scale = 1.0f) const = 0;
+                        TensorView param_copy = {}, float grad_scale = 1.0f) const = 0;
 
   virtual double lr() const = 0;
   virtual void set_lr(double lr) = 0;

@@ -16,7 +16,7 @@
 #include <cstdint>
 #include <span>
 
-#include "common/status.h"
+#include "core/status.h"
 
 namespace zerotrain::optim {
 

@@ -7,6 +7,7 @@
 
 #include "model/param_layout.h"
 #include "zero/stage3_layout.h"
+#include "core/range.h"
 
 namespace zerotrain::tools {
 
@@ -44,11 +45,6 @@ const char* storage_layout_name(StorageLayout layout) {
   return layout == StorageLayout::kEngine ? "engine" : "design";
 }
 
-int64_t partition_numel(int64_t numel, int64_t world) {
-  ZT_CHECK(numel >= 0 && world >= 1, "partition_numel(", numel, ", ", world, ")");
-  return (numel + world - 1) / world;
-}
-
 namespace {
 
 Status validate_setup(const ZeroSetup& s, int stage, bool offload) {
@@ -71,7 +67,7 @@ Status validate_setup(const ZeroSetup& s, int stage, bool offload) {
 // bytes of one rank.
 std::pair<int64_t, int64_t> engine_stage012(const ZeroSetup& s, int stage, bool offload) {
   const int64_t full = s.params;
-  const int64_t part = partition_numel(s.params, s.world_size);
+  const int64_t part = shard_size(s.params, static_cast<int>(s.world_size));
   const bool fp32 = s.dtype == TrainDtype::kFp32;
   const int64_t p = fp32 ? 4 : 2;  // the compute copy and its gradients
   if (offload) {
@@ -97,7 +93,7 @@ std::pair<int64_t, int64_t> engine_stage012(const ZeroSetup& s, int stage, bool 
 StatusOr<MemoryEstimate> zerotrain_model_states(const ZeroSetup& s, int stage, bool offload) {
   ZT_RETURN_IF_ERROR(validate_setup(s, stage, offload));
   const int64_t full = s.params;
-  const int64_t part = partition_numel(s.params, s.world_size);
+  const int64_t part = shard_size(s.params, static_cast<int>(s.world_size));
   if (s.layout == StorageLayout::kEngine && (stage < 3 || offload)) {
     // Stage 3 with offload: everything (16·P) on the host.
     auto [device, host] = stage < 3 ? engine_stage012(s, stage, offload)

@@ -17,7 +17,7 @@
 #include <string>
 #include <string_view>
 
-#include "common/status.h"
+#include "core/status.h"
 #include "model/gpt_config.h"
 
 namespace zerotrain::tools {
@@ -49,9 +49,6 @@ struct StateBytes {
 };
 StateBytes state_bytes(TrainDtype dtype);
 
-// Elements of one rank's partition of `numel` elements over `world` ranks:
-// the flat buffer is padded to a multiple of world, so ceil(numel / world).
-int64_t partition_numel(int64_t numel, int64_t world);
 
 // Which storage the formulas count.
 enum class StorageLayout {

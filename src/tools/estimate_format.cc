@@ -1,5 +1,6 @@
 // Renders `zerotrain estimate` in DeepSpeed's table form.
 #include "tools/estimate_format.h"
+#include "core/range.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -131,7 +132,7 @@ std::string zerotrain_table(const EstimateRequest& r) {
                     .stage3_persistent_numel = r.stage3_persistent_numel};
   std::ostringstream o;
   o << layout_lines(r) << "Psi = " << format_count(r.params) << ", N = " << s.world_size
-    << ", partitions ceil(Psi/N) = " << format_count(partition_numel(r.params, s.world_size))
+    << ", partitions ceil(Psi/N) = " << format_count(shard_size(r.params, static_cast<int>(s.world_size)))
     << " elements\n"
     << hw_line(r) << "  per CPU = host memory per node, per GPU = device memory per rank\n"
     << kHeader;

@@ -12,7 +12,7 @@
 #include <string>
 #include <string_view>
 
-#include "common/status.h"
+#include "core/status.h"
 #include "tools/estimate.h"
 
 namespace zerotrain::tools {

@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "common/status.h"
+#include "core/status.h"
 
 namespace zerotrain::tools {
 

@@ -10,7 +10,7 @@
 
 #include <cstdint>
 
-#include "common/status.h"
+#include "core/status.h"
 #include "config/config.h"
 #include "model/gpt_config.h"
 #include "train/data/corpus.h"

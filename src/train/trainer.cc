@@ -13,7 +13,7 @@
 #include <sstream>
 
 #include "checkpoint/hf_gpt2.h"
-#include "common/env.h"
+#include "core/env.h"
 #include "config/config.h"
 #include "engine/engine.h"
 #include "model/gpt_model.h"

@@ -24,7 +24,7 @@
 #include <vector>
 
 #include "comm/communicator.h"
-#include "common/status.h"
+#include "core/status.h"
 #include "model/gpt_config.h"
 
 namespace zerotrain::train {

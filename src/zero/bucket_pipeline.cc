@@ -16,7 +16,7 @@ StatusOr<BucketPipeline> BucketPipeline::create(int64_t slot_floats, int slots) 
   for (Slot& s : p.slots_) {
     if (slot_floats == 0) continue;  // in-place collectives only: order, no buffer
     ZT_ASSIGN_OR_RETURN(s.buffer,
-                        tensor::AlignedBuffer<float>::allocate(static_cast<size_t>(slot_floats)));
+                        device::cpu::AlignedBuffer<float>::allocate(static_cast<size_t>(slot_floats)));
   }
   return p;
 }

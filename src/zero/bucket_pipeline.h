@@ -24,8 +24,8 @@
 #include <vector>
 
 #include "comm/communicator.h"
-#include "common/status.h"
-#include "tensor/aligned_buffer.h"
+#include "core/status.h"
+#include "device/cpu/aligned_buffer.h"
 
 namespace zerotrain::zero {
 
@@ -60,7 +60,7 @@ class BucketPipeline {
 
  private:
   struct Slot {
-    tensor::AlignedBuffer<float> buffer;
+    device::cpu::AlignedBuffer<float> buffer;
     comm::WorkPtr work;  // null: free
     std::function<Status()> finish;
   };

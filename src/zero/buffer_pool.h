@@ -17,14 +17,14 @@
 #include <utility>
 #include <vector>
 
-#include "common/status.h"
-#include "tensor/aligned_buffer.h"
+#include "core/status.h"
+#include "device/cpu/aligned_buffer.h"
 
 namespace zerotrain::zero {
 
 class BufferPool {
  public:
-  using Buffer = tensor::AlignedBuffer<std::byte>;
+  using Buffer = device::cpu::AlignedBuffer<std::byte>;
 
   // A buffer of exactly `bytes` (contents unspecified: a reused one keeps
   // old data; a new one is zeroed); Internal when memory is exhausted.

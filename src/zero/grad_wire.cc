@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <cstring>
 
-#include "common/status.h"
+#include "core/status.h"
 #include "optim/grad_utils.h"
 #include "zero/partition_array.h"
 
@@ -17,17 +17,17 @@ constexpr size_t kBlock = 4096;
 
 }  // namespace
 
-tensor::DType gradient_wire_dtype(const config::Config& config) {
-  return storage_dtype(config.communication_data_type.value_or(config.model_dtype()));
+DType gradient_wire_dtype(const config::Config& config) {
+  return config.communication_data_type.value_or(config.model_dtype());
 }
 
-std::span<std::byte> narrow_in_place(std::span<float> x, float scale, tensor::DType wire) {
-  if (wire == tensor::DType::kFloat32) {
+std::span<std::byte> narrow_in_place(std::span<float> x, float scale, DType wire) {
+  if (wire == DType::kFloat32) {
     if (scale != 1.0f) optim::scale_in_place(x, scale);
     return std::as_writable_bytes(x);
   }
   auto* out = reinterpret_cast<std::byte*>(x.data());
-  const size_t es = tensor::dtype_size(wire);
+  const size_t es = dtype_size(wire);
   alignas(64) float block[kBlock];
   // Block b's output [b·es, (b + len)·es) bytes lies below float b + len:
   // it overwrites only floats of this block (already copied) or earlier.
@@ -39,9 +39,9 @@ std::span<std::byte> narrow_in_place(std::span<float> x, float scale, tensor::DT
   return {out, x.size() * es};
 }
 
-void widen_in_place(const std::byte* src, size_t n, tensor::DType wire, float scale, float* dst) {
+void widen_in_place(const std::byte* src, size_t n, DType wire, float scale, float* dst) {
   if (n == 0) return;
-  const size_t es = tensor::dtype_size(wire);
+  const size_t es = dtype_size(wire);
   const auto* d = reinterpret_cast<const std::byte*>(dst);
   ZT_CHECK(d >= src || d + n * sizeof(float) <= src,
            "widen_in_place: the fp32 output starts below its overlapping source");

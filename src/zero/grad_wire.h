@@ -18,24 +18,24 @@
 #include <span>
 
 #include "config/config.h"
-#include "tensor/dtype.h"
+#include "core/dtype.h"
 
 namespace zerotrain::zero {
 
 // The wire dtype of the gradient reductions for a config: its
 // communication_data_type, else the model dtype (DeepSpeed's rule).
-tensor::DType gradient_wire_dtype(const config::Config& config);
+DType gradient_wire_dtype(const config::Config& config);
 
 // Overwrites x's first x.size() · dtype_size(wire) bytes with
 // wire(scale · x[i]) (round to nearest even) and returns them; for an fp32
 // wire it only scales. Ascending, a block at a time, so no float is
 // overwritten before it is read.
-std::span<std::byte> narrow_in_place(std::span<float> x, float scale, tensor::DType wire);
+std::span<std::byte> narrow_in_place(std::span<float> x, float scale, DType wire);
 
 // dst[i] = scale · float(src[i]) for n wire-typed values at src. dst may
 // overlap src when it starts at or after it (the in-place case: descending,
 // a block at a time, so no value is overwritten before it is read); an
 // overlap with dst below src is a checked error.
-void widen_in_place(const std::byte* src, size_t n, tensor::DType wire, float scale, float* dst);
+void widen_in_place(const std::byte* src, size_t n, DType wire, float scale, float* dst);
 
 }  // namespace zerotrain::zero

@@ -12,7 +12,7 @@ namespace zerotrain::zero {
 StatusOr<std::unique_ptr<HalfComputeCopy>> HalfComputeCopy::create(
     const HalfComputeOptions& o, std::span<const float> weights) {
   if (o.model == nullptr) return invalid_argument("HalfComputeCopy: a model is required");
-  if (o.dtype != tensor::DType::kBFloat16 && o.dtype != tensor::DType::kFloat16)
+  if (o.dtype != DType::kBFloat16 && o.dtype != DType::kFloat16)
     return invalid_argument("HalfComputeCopy: the dtype must be bf16 or fp16");
   model::GptModel& m = *o.model;
   const auto numel = static_cast<size_t>(m.layout().total_numel());
@@ -37,11 +37,11 @@ StatusOr<std::unique_ptr<HalfComputeCopy>> HalfComputeCopy::create(
   // The bf16 copy is what the model's bf16 GEMMs would round their fp32
   // expansions back to: they read it directly (and the model frees its
   // weight scratch).
-  if (o.dtype == tensor::DType::kBFloat16 && m.bf16_compute()) {
+  if (o.dtype == DType::kBFloat16 && m.bf16_compute()) {
     h->bf16_views_ = true;  // first: an error part-way still unbinds them all
     for (const auto& g : m.layout().groups()) {
       ZT_RETURN_IF_ERROR(m.set_group_parameters_bf16(
-          g.index, reinterpret_cast<const uint16_t*>(h->params_.at(static_cast<size_t>(g.offset)))));
+          g.index, reinterpret_cast<const BFloat16*>(h->params_.at(static_cast<size_t>(g.offset)))));
     }
   }
   return h;

@@ -17,7 +17,7 @@
 // released. Without one the caller binds the model's gradients itself.
 //
 //   ZT_ASSIGN_OR_RETURN(auto h, HalfComputeCopy::create({.model = &m,
-//       .dtype = tensor::DType::kBFloat16, .accumulate_gradients = true}, weights));
+//       .dtype = DType::kBFloat16, .accumulate_gradients = true}, weights));
 //   hooks: h->before_forward(s) / after_forward(s) / before_backward(s) / after_backward(s)
 //   after the optimizer: h->release_all(); h->parameters().write(off, new_weights);
 //
@@ -33,9 +33,9 @@
 #include <span>
 #include <vector>
 
-#include "common/status.h"
+#include "core/status.h"
 #include "model/gpt_model.h"
-#include "tensor/dtype.h"
+#include "core/dtype.h"
 #include "zero/buffer_pool.h"
 #include "zero/param_coordinator.h"
 #include "zero/partition_array.h"
@@ -44,7 +44,7 @@ namespace zerotrain::zero {
 
 struct HalfComputeOptions {
   model::GptModel* model = nullptr;
-  tensor::DType dtype = tensor::DType::kBFloat16;  // kBFloat16 or kFloat16
+  DType dtype = DType::kBFloat16;  // kBFloat16 or kFloat16
   bool accumulate_gradients = false;  // keep a 16-bit [Ψ] gradient accumulator
 };
 

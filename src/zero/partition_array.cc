@@ -5,61 +5,61 @@
 #include <array>
 #include <cstring>
 
-#include "tensor/convert.h"
-#include "tensor/half.h"
+#include "device/cpu/convert.h"
+#include "core/half.h"
 
 namespace zerotrain::zero {
 
-void to_fp32(tensor::DType dtype, const std::byte* src, size_t n, float* out) {
+void to_fp32(DType dtype, const std::byte* src, size_t n, float* out) {
   if (n == 0) return;
   switch (dtype) {
-    case tensor::DType::kFloat32:
+    case DType::kFloat32:
       std::memcpy(out, src, n * sizeof(float));
       return;
-    case tensor::DType::kBFloat16:
-      tensor::bf16_to_fp32({reinterpret_cast<const tensor::BFloat16*>(src), n}, {out, n});
+    case DType::kBFloat16:
+      device::cpu::bf16_to_fp32({reinterpret_cast<const BFloat16*>(src), n}, {out, n});
       return;
-    case tensor::DType::kFloat16:
-      tensor::fp16_to_fp32({reinterpret_cast<const tensor::Half*>(src), n}, {out, n});
+    case DType::kFloat16:
+      device::cpu::fp16_to_fp32({reinterpret_cast<const Half*>(src), n}, {out, n});
       return;
   }
 }
 
-void from_fp32(tensor::DType dtype, const float* in, size_t n, std::byte* dst) {
+void from_fp32(DType dtype, const float* in, size_t n, std::byte* dst) {
   if (n == 0) return;
   switch (dtype) {
-    case tensor::DType::kFloat32:
+    case DType::kFloat32:
       std::memmove(dst, in, n * sizeof(float));
       return;
-    case tensor::DType::kBFloat16:
-      tensor::fp32_to_bf16({in, n}, {reinterpret_cast<tensor::BFloat16*>(dst), n});
+    case DType::kBFloat16:
+      device::cpu::fp32_to_bf16({in, n}, {reinterpret_cast<BFloat16*>(dst), n});
       return;
-    case tensor::DType::kFloat16:
-      tensor::fp32_to_fp16({in, n}, {reinterpret_cast<tensor::Half*>(dst), n});
+    case DType::kFloat16:
+      device::cpu::fp32_to_fp16({in, n}, {reinterpret_cast<Half*>(dst), n});
       return;
   }
 }
 
-StatusOr<PartitionArray> PartitionArray::allocate(tensor::DType dtype, size_t n, bool host,
+StatusOr<PartitionArray> PartitionArray::allocate(DType dtype, size_t n, bool host,
                                                   bool pin) {
   PartitionArray a;
   a.dtype_ = dtype;
   a.size_ = n;
   a.on_host_ = host;
-  const size_t bytes = n * tensor::dtype_size(dtype);
+  const size_t bytes = n * dtype_size(dtype);
   if (host) {
-    ZT_ASSIGN_OR_RETURN(a.host_, HostBuffer<std::byte>::allocate(bytes, pin));
+    ZT_ASSIGN_OR_RETURN(a.host_, device::cpu::HostBuffer<std::byte>::allocate(bytes, pin));
     a.data_ = a.host_.data();
   } else {
-    ZT_ASSIGN_OR_RETURN(a.device_, tensor::AlignedBuffer<std::byte>::allocate(bytes));
+    ZT_ASSIGN_OR_RETURN(a.device_, device::cpu::AlignedBuffer<std::byte>::allocate(bytes));
     a.data_ = a.device_.data();
   }
   return a;
 }
 
 std::span<float> PartitionArray::f32() {
-  ZT_CHECK(dtype_ == tensor::DType::kFloat32, "PartitionArray::f32 on a ",
-           tensor::dtype_name(dtype_), " array");
+  ZT_CHECK(dtype_ == DType::kFloat32, "PartitionArray::f32 on a ",
+           dtype_name(dtype_), " array");
   return {reinterpret_cast<float*>(data_), size_};
 }
 
@@ -99,7 +99,7 @@ void PartitionArray::write(size_t off, std::span<const float> in) {
 
 void PartitionArray::add(size_t off, std::span<const float> in) {
   ZT_CHECK(off + in.size() <= size_, "PartitionArray::add past the end");
-  if (dtype_ == tensor::DType::kFloat32) {
+  if (dtype_ == DType::kFloat32) {
     float* dst = reinterpret_cast<float*>(at(off));
     for_blocks(in.size(), [&](size_t b, size_t len) {
       for (size_t i = b; i < b + len; ++i) dst[i] += in[i];
@@ -119,7 +119,7 @@ void PartitionArray::add(size_t off, std::span<const float> in) {
 }
 
 void PartitionArray::fill_zero() {
-  if (size_ > 0) std::memset(data_, 0, size_ * tensor::dtype_size(dtype_));
+  if (size_ > 0) std::memset(data_, 0, size_ * dtype_size(dtype_));
 }
 
 namespace {
@@ -143,32 +143,20 @@ void round_blocks(std::span<const float> in, std::span<float> out) {
 
 }  // namespace
 
-void round_to(config::DType dtype, std::span<const float> in, std::span<float> out) {
+void round_to(DType dtype, std::span<const float> in, std::span<float> out) {
   ZT_CHECK(in.size() == out.size(), "round_to: ", in.size(), " vs ", out.size(), " elements");
   switch (dtype) {
-    case config::DType::kFp32:
+    case DType::kFloat32:
       if (in.data() != out.data() && !in.empty())
         std::memmove(out.data(), in.data(), in.size_bytes());
       return;
-    case config::DType::kBf16:
-      round_blocks<tensor::BFloat16, tensor::fp32_to_bf16, tensor::bf16_to_fp32>(in, out);
+    case DType::kBFloat16:
+      round_blocks<BFloat16, device::cpu::fp32_to_bf16, device::cpu::bf16_to_fp32>(in, out);
       return;
-    case config::DType::kFp16:
-      round_blocks<tensor::Half, tensor::fp32_to_fp16, tensor::fp16_to_fp32>(in, out);
+    case DType::kFloat16:
+      round_blocks<Half, device::cpu::fp32_to_fp16, device::cpu::fp16_to_fp32>(in, out);
       return;
   }
-}
-
-tensor::DType storage_dtype(config::DType d) {
-  switch (d) {
-    case config::DType::kBf16:
-      return tensor::DType::kBFloat16;
-    case config::DType::kFp16:
-      return tensor::DType::kFloat16;
-    case config::DType::kFp32:
-      break;
-  }
-  return tensor::DType::kFloat32;
 }
 
 }  // namespace zerotrain::zero

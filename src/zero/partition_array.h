@@ -5,7 +5,7 @@
 // convert from and to fp32 (round to nearest even), so callers work in
 // fp32 whatever the storage.
 //
-//   ZT_ASSIGN_OR_RETURN(auto p, PartitionArray::allocate(tensor::DType::kBFloat16, n,
+//   ZT_ASSIGN_OR_RETURN(auto p, PartitionArray::allocate(DType::kBFloat16, n,
 //                                                        /*host=*/true, /*pin=*/true));
 //   p.write(0, master);          // p = bf16(master)
 //   p.add(0, reduced_chunk);     // p = bf16(p + chunk)
@@ -18,11 +18,11 @@
 #include <cstdint>
 #include <span>
 
-#include "common/status.h"
+#include "core/status.h"
 #include "config/config.h"
-#include "tensor/aligned_buffer.h"
-#include "tensor/dtype.h"
-#include "zero/host_buffer.h"
+#include "device/cpu/aligned_buffer.h"
+#include "core/dtype.h"
+#include "device/cpu/host_buffer.h"
 
 namespace zerotrain::zero {
 
@@ -31,17 +31,17 @@ class PartitionArray {
   PartitionArray() = default;
   // n zeroed elements of dtype; on the host (pinned if pin) or in compute
   // memory. Internal naming the bytes when the memory is not there.
-  static StatusOr<PartitionArray> allocate(tensor::DType dtype, size_t n, bool host, bool pin);
+  static StatusOr<PartitionArray> allocate(DType dtype, size_t n, bool host, bool pin);
 
-  tensor::DType dtype() const { return dtype_; }
+  DType dtype() const { return dtype_; }
   size_t size() const { return size_; }
   bool on_host() const { return on_host_; }
-  int64_t size_bytes() const { return static_cast<int64_t>(size_ * tensor::dtype_size(dtype_)); }
+  int64_t size_bytes() const { return static_cast<int64_t>(size_ * dtype_size(dtype_)); }
   std::byte* data() { return data_; }
   const std::byte* data() const { return data_; }
   // Element i's address (in the storage dtype).
-  std::byte* at(size_t i) { return data_ + i * tensor::dtype_size(dtype_); }
-  const std::byte* at(size_t i) const { return data_ + i * tensor::dtype_size(dtype_); }
+  std::byte* at(size_t i) { return data_ + i * dtype_size(dtype_); }
+  const std::byte* at(size_t i) const { return data_ + i * dtype_size(dtype_); }
   // The elements as fp32: only for dtype fp32 (checked).
   std::span<float> f32();
 
@@ -54,26 +54,22 @@ class PartitionArray {
   void fill_zero();
 
  private:
-  tensor::AlignedBuffer<std::byte> device_;
-  HostBuffer<std::byte> host_;
+  device::cpu::AlignedBuffer<std::byte> device_;
+  device::cpu::HostBuffer<std::byte> host_;
   std::byte* data_ = nullptr;
   size_t size_ = 0;
-  tensor::DType dtype_ = tensor::DType::kFloat32;
+  DType dtype_ = DType::kFloat32;
   bool on_host_ = false;
 };
-
-// The storage type of a model dtype: bf16/fp16 for the 16-bit ones, fp32
-// for fp32.
-tensor::DType storage_dtype(config::DType d);
 
 // out[i] = float(dtype(in[i])) (round to nearest even, values exactly
 // representable in the 16-bit type kept as float); a plain copy for fp32.
 // in and out have the same length (checked) and may be the same. OpenMP
 // over 4096-element blocks.
-void round_to(config::DType dtype, std::span<const float> in, std::span<float> out);
+void round_to(DType dtype, std::span<const float> in, std::span<float> out);
 
 // Converts n elements of `dtype` at src to fp32 (a copy for fp32), and back.
-void to_fp32(tensor::DType dtype, const std::byte* src, size_t n, float* out);
-void from_fp32(tensor::DType dtype, const float* in, size_t n, std::byte* dst);
+void to_fp32(DType dtype, const std::byte* src, size_t n, float* out);
+void from_fp32(DType dtype, const float* in, size_t n, std::byte* dst);
 
 }  // namespace zerotrain::zero

@@ -3,7 +3,7 @@
 
 #include <algorithm>
 
-#include "common/status.h"
+#include "core/status.h"
 
 namespace zerotrain::zero {
 
@@ -12,7 +12,7 @@ ShardLayout::ShardLayout(int64_t numel, int world, int64_t owner_bucket)
   ZT_CHECK(world >= 1 && numel >= 0 && owner_bucket >= 1, "ShardLayout: numel ", numel,
            " world ", world, " bucket ", owner_bucket);
   slots_ = shard_size(numel, world);
-  shard_ = zero::bucket_shard(owner_bucket, world, slots_);
+  shard_ = zerotrain::bucket_shard(owner_bucket, world, slots_);
   const int64_t span = shard_ * world;
   buckets_ = (numel + span - 1) / span;
 }

@@ -33,7 +33,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "zero/partition.h"
+#include "core/range.h"
 
 namespace zerotrain::zero {
 

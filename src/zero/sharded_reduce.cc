@@ -173,11 +173,11 @@ Status ShardedStrategy::reduce_column(size_t c) {
     }
   }
   std::span<float> mine = all.subspan(rank() * cc, cc);
-  const tensor::DType wire = options_.grad_wire;
-  if (wire != tensor::DType::kFloat32) {
+  const DType wire = options_.grad_wire;
+  if (wire != DType::kFloat32) {
     // 16 bits: narrowed in place, reduced there, mine widened back in place.
     std::span<std::byte> w = narrow_in_place(all, sc.pre, wire);
-    const size_t es = tensor::dtype_size(wire);
+    const size_t es = dtype_size(wire);
     std::span<std::byte> w_mine = w.subspan(rank() * cc * es, cc * es);
     comm::WorkPtr work = options_.comm->reduce_scatter_async(w, w_mine, wire, sc.op);
     // In place past Ψ (the last bucket's padding), the buffer's tail must
@@ -235,15 +235,15 @@ Status ShardedStrategy::allreduce_buckets() {
     if (grads_.empty()) {
       if (allreduce_staging_.size() < static_cast<size_t>(b.count)) {
         ZT_ASSIGN_OR_RETURN(allreduce_staging_,
-                            tensor::AlignedBuffer<float>::allocate(static_cast<size_t>(b.count)));
+                            device::cpu::AlignedBuffer<float>::allocate(static_cast<size_t>(b.count)));
       }
       g = allreduce_staging_.span().subspan(0, b.count);
       read_gradients(b, g.data());
     } else {
       g = grads_.subspan(b.offset, b.count);
     }
-    if (n > 1 && options_.grad_wire != tensor::DType::kFloat32) {
-      const tensor::DType wire = options_.grad_wire;
+    if (n > 1 && options_.grad_wire != DType::kFloat32) {
+      const DType wire = options_.grad_wire;
       std::span<std::byte> w = narrow_in_place(g, sc.pre, wire);  // in place, as stage 0
       ZT_RETURN_IF_ERROR(options_.comm->allreduce(w, wire, sc.op));
       widen_in_place(w.data(), g.size(), wire, 1.0f, g.data());

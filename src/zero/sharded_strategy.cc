@@ -11,9 +11,9 @@
 namespace zerotrain::zero {
 namespace {
 
-StatusOr<tensor::AlignedBuffer<float>> zeroed(int64_t n) {
-  if (n <= 0) return tensor::AlignedBuffer<float>();
-  return tensor::AlignedBuffer<float>::allocate(static_cast<size_t>(n));
+StatusOr<device::cpu::AlignedBuffer<float>> zeroed(int64_t n) {
+  if (n <= 0) return device::cpu::AlignedBuffer<float>();
+  return device::cpu::AlignedBuffer<float>::allocate(static_cast<size_t>(n));
 }
 
 Status validate(const ShardedOptions& o) {
@@ -48,7 +48,7 @@ Status validate(const ShardedOptions& o) {
 // backward. The layout depends on the stage and dtype only, so offload and
 // overlap_comm never change which rank sums what: same floats.
 int64_t ownership_bucket(const ShardedOptions& o, int64_t numel, int world) {
-  const bool whole = o.dtype == config::DType::kFp32 && o.stage == 1;
+  const bool whole = o.dtype == DType::kFloat32 && o.stage == 1;
   return whole ? std::max<int64_t>(padded_numel(numel, world), 1) : o.reduce_bucket_size;
 }
 
@@ -60,12 +60,12 @@ Status ShardedStrategy::allocate_owned() {
   const auto count = static_cast<size_t>(own_count_);
   auto owned = [&]() -> StatusOr<std::span<float>> {
     if (options_.offload_optimizer) {
-      ZT_ASSIGN_OR_RETURN(HostBuffer<float> b,
-                          HostBuffer<float>::allocate(count, options_.pin_memory));
+      ZT_ASSIGN_OR_RETURN(device::cpu::HostBuffer<float> b,
+                          device::cpu::HostBuffer<float>::allocate(count, options_.pin_memory));
       host_owned_.push_back(std::move(b));
       return host_owned_.back().span();
     }
-    ZT_ASSIGN_OR_RETURN(tensor::AlignedBuffer<float> b, zeroed(own_count_));
+    ZT_ASSIGN_OR_RETURN(device::cpu::AlignedBuffer<float> b, zeroed(own_count_));
     device_owned_.push_back(std::move(b));
     return device_owned_.back().span();
   };
@@ -75,7 +75,7 @@ Status ShardedStrategy::allocate_owned() {
   const bool contiguous = ranges.size() <= 1;
   const auto own = static_cast<size_t>(ranges.empty() ? 0 : ranges.front().offset);
   separate_master_ =
-      options_.dtype != config::DType::kFp32 || options_.offload_optimizer || !contiguous;
+      options_.dtype != DType::kFloat32 || options_.offload_optimizer || !contiguous;
   if (separate_master_) {
     ZT_ASSIGN_OR_RETURN(master_, owned());
     for (const SlotRun& r : own_runs_)
@@ -92,11 +92,11 @@ Status ShardedStrategy::allocate_owned() {
   // range); stage 2 always accumulates apart. 16-bit: stage 1's optimizer
   // gradients are transient unless offloaded; stage 2 accumulates in 16
   // bits (ensure_step_gradients).
-  const bool half = options_.dtype != config::DType::kFp32;
+  const bool half = options_.dtype != DType::kFloat32;
   separate_grads_ = options_.stage == 2 || options_.offload_optimizer || half || !contiguous;
   if (half && options_.stage == 2) {
     ZT_ASSIGN_OR_RETURN(grad_part16_,
-                        PartitionArray::allocate(storage_dtype(options_.dtype), count,
+                        PartitionArray::allocate(options_.dtype, count,
                                                  options_.offload_optimizer, options_.pin_memory));
   } else if (half && !options_.offload_optimizer) {
     owned_grads_ = {};  // stage 1: from the first reduced bucket on
@@ -114,7 +114,7 @@ Status ShardedStrategy::allocate_owned() {
 Status ShardedStrategy::make_half_copy() {
   model::GptModel& m = *options_.model;
   ZT_ASSIGN_OR_RETURN(half_, HalfComputeCopy::create({.model = &m,
-                                                      .dtype = storage_dtype(options_.dtype),
+                                                      .dtype = options_.dtype,
                                                       .accumulate_gradients = options_.stage == 1},
                                                      params_));
   params_ = {};
@@ -135,7 +135,7 @@ Status ShardedStrategy::make_half_copy() {
 Status ShardedStrategy::ensure_step_gradients() {
   if (!owned_grads_.empty() || own_count_ == 0) return Status();
   ZT_ASSIGN_OR_RETURN(step_grads_,
-                      PartitionArray::allocate(tensor::DType::kFloat32,
+                      PartitionArray::allocate(DType::kFloat32,
                                                static_cast<size_t>(own_count_),
                                                options_.offload_optimizer, options_.pin_memory));
   owned_grads_ = step_grads_.f32();
@@ -157,7 +157,7 @@ StatusOr<std::unique_ptr<ShardedStrategy>> ShardedStrategy::create(const Sharded
   ZT_RETURN_IF_ERROR(s->allocate_owned());
   // Every rank holds the same broadcast weights: the 16-bit copy rounds
   // them locally.
-  if (o.dtype != config::DType::kFp32) ZT_RETURN_IF_ERROR(s->make_half_copy());
+  if (o.dtype != DType::kFloat32) ZT_RETURN_IF_ERROR(s->make_half_copy());
   const int64_t q = s->layout_.slots();
   s->reduce_cols_ = s->layout_.reduce_columns(bucket_shard(o.reduce_bucket_size, n, q));
   for (const Range& col : s->reduce_cols_) {
@@ -220,8 +220,8 @@ std::byte* ShardedStrategy::compute_at(int64_t i) {
 Status ShardedStrategy::launch_gather() {
   const int n = world();
   const Range col = gather_cols_[gather_next_];
-  const tensor::DType wire = half() ? half_->parameters().dtype() : tensor::DType::kFloat32;
-  const size_t es = tensor::dtype_size(wire);
+  const DType wire = half() ? half_->parameters().dtype() : DType::kFloat32;
+  const size_t es = dtype_size(wire);
   const auto cc = static_cast<size_t>(col.count);
   ZT_ASSIGN_OR_RETURN(std::span<float> slot, pipe_.next_slot());
   // next_slot() completed the column that used this slot last.
@@ -298,7 +298,7 @@ Status ShardedStrategy::broadcast_shards() {
     else if (m.data() != params_.data() + run.flat)
       round_to(options_.dtype, m, params_.subspan(run.flat, run.count));
   }
-  const size_t es = half() ? tensor::dtype_size(half_->parameters().dtype()) : sizeof(float);
+  const size_t es = half() ? dtype_size(half_->parameters().dtype()) : sizeof(float);
   for (int r = 0; r < world(); ++r)
     for (const Range& owned : layout_.owned_ranges(r))
       for (const Range& b : contiguous_buckets(owned, options_.allgather_bucket_size))

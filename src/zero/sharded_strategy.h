@@ -86,11 +86,11 @@
 #include "comm/communicator.h"
 #include "config/config.h"
 #include "model/gpt_model.h"
-#include "tensor/aligned_buffer.h"
+#include "device/cpu/aligned_buffer.h"
 #include "zero/bucket_pipeline.h"
 #include "zero/half_compute.h"
-#include "zero/host_buffer.h"
-#include "zero/partition.h"
+#include "device/cpu/host_buffer.h"
+#include "core/range.h"
 #include "zero/partition_array.h"
 #include "zero/shard_layout.h"
 #include "zero/zero_strategy.h"
@@ -101,14 +101,14 @@ struct ShardedOptions {
   model::GptModel* model = nullptr;  // flat parameter and gradient buffers bound
   comm::Communicator* comm = nullptr;
   int stage = 1;  // 1 or 2
-  config::DType dtype = config::DType::kFp32;
+  DType dtype = DType::kFloat32;
   int state_count = 2;
   config::AllreduceOp allreduce_op = config::AllreduceOp::kMean;
   bool prescale = false;
   double predivide_factor = 1.0;
   // The reductions' dtype (gradient_wire_dtype): 16-bit narrows each
   // bucket in place in the fp32 array it is reduced from (grad_wire.h).
-  tensor::DType grad_wire = tensor::DType::kFloat32;
+  DType grad_wire = DType::kFloat32;
   int64_t reduce_bucket_size = 500'000'000;     // elements
   int64_t allgather_bucket_size = 500'000'000;  // elements
   bool reduce_scatter = true;
@@ -208,16 +208,16 @@ class ShardedStrategy : public ZeroStrategy {
   // compute copy is half_'s) and grads_ is stage 2's staging buffer.
   std::span<float> params_, grads_;
   std::unique_ptr<HalfComputeCopy> half_;      // bf16/fp16 only
-  tensor::AlignedBuffer<float> stage2_grads_;  // 16-bit stage 2: grads_'s memory
+  device::cpu::AlignedBuffer<float> stage2_grads_;  // 16-bit stage 2: grads_'s memory
   PartitionArray grad_part16_;                 // 16-bit stage 2: the accumulator [|own|]
   PartitionArray step_grads_;                  // 16-bit: the transient fp32 own gradients
   // 16-bit stage 2: owned_grads_ is in the model's lent activation memory
   // (the boundary step's transient, after the backward) instead of step_grads_.
   bool activations_lent_ = false;
-  tensor::AlignedBuffer<float> allreduce_staging_;  // 16-bit stage 1, reduce_scatter false
+  device::cpu::AlignedBuffer<float> allreduce_staging_;  // 16-bit stage 1, reduce_scatter false
   // Owned partition buffers: device (AlignedBuffer) or, with offload, host.
-  std::vector<tensor::AlignedBuffer<float>> device_owned_;
-  std::vector<HostBuffer<float>> host_owned_;
+  std::vector<device::cpu::AlignedBuffer<float>> device_owned_;
+  std::vector<device::cpu::HostBuffer<float>> host_owned_;
   BucketPipeline pipe_;
   std::span<float> master_, owned_grads_;  // owned_grads_: [|own|] fp32 (the engine's)
   bool separate_master_ = false, separate_grads_ = false;

@@ -36,7 +36,7 @@
 #include <vector>
 
 #include "model/param_layout.h"
-#include "zero/partition.h"
+#include "core/range.h"
 
 namespace zerotrain::zero {
 

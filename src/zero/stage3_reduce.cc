@@ -119,11 +119,11 @@ Status Stage3Strategy::reduce_column(int g, const CompactList& l, Range col) {
                  all + r * cc);
   const Scaling sc = scaling_for(options_, n);
   PendingReduce p{.staging = std::move(staging), .work = nullptr, .list = &l, .col = col};
-  const tensor::DType wire = options_.grad_wire;
-  if (wire != tensor::DType::kFloat32) {
+  const DType wire = options_.grad_wire;
+  if (wire != DType::kFloat32) {
     // 16 bits: narrowed in place; finish_reduce widens the piece back.
     std::span<std::byte> w = narrow_in_place({all, n * cc}, sc.pre, wire);
-    const size_t es = tensor::dtype_size(wire);
+    const size_t es = dtype_size(wire);
     p.work =
         options_.comm->reduce_scatter_async(w, w.subspan(rank() * cc * es, cc * es), wire, sc.op);
   } else {
@@ -155,10 +155,10 @@ Status Stage3Strategy::finish_reduce(PendingReduce& p) {
   const auto cc = static_cast<size_t>(p.col.count);
   float* mine = reinterpret_cast<float*>(p.staging.data()) + static_cast<size_t>(rank()) * cc;
   const Scaling sc = scaling_for(options_, world());
-  const tensor::DType wire = options_.grad_wire;
-  if (wire != tensor::DType::kFloat32) {
+  const DType wire = options_.grad_wire;
+  if (wire != DType::kFloat32) {
     const std::byte* w_mine =
-        p.staging.data() + static_cast<size_t>(rank()) * cc * tensor::dtype_size(wire);
+        p.staging.data() + static_cast<size_t>(rank()) * cc * dtype_size(wire);
     widen_in_place(w_mine, cc, wire, sc.post, mine);
   } else if (sc.post != 1.0f) {
     optim::scale_in_place({mine, cc}, sc.post);
@@ -183,10 +183,10 @@ Status Stage3Strategy::after_backward(bool /*boundary*/) { return drain_reduces(
 
 Status Stage3Strategy::reduce_gradients() {
   ZT_RETURN_IF_ERROR(drain_reduces());
-  if (param_dtype_ == tensor::DType::kFloat32) return Status();  // owned_grads_ is grads_
+  if (param_dtype_ == DType::kFloat32) return Status();  // owned_grads_ is grads_
   const auto own = static_cast<size_t>(layout_.owned_numel());
   ZT_ASSIGN_OR_RETURN(step_grads_,
-                      PartitionArray::allocate(tensor::DType::kFloat32, own,
+                      PartitionArray::allocate(DType::kFloat32, own,
                                                options_.offload_optimizer, options_.pin_memory));
   owned_grads_ = step_grads_.f32();
   grads_.read(0, own, owned_grads_.data());
@@ -196,7 +196,7 @@ Status Stage3Strategy::reduce_gradients() {
 void Stage3Strategy::zero_gradients() {
   (void)drain_reduces();
   grads_.fill_zero();
-  if (param_dtype_ != tensor::DType::kFloat32) {
+  if (param_dtype_ != DType::kFloat32) {
     step_grads_ = PartitionArray();
     owned_grads_ = {};
   }

@@ -50,7 +50,7 @@ StatusOr<std::unique_ptr<Stage3Strategy>> Stage3Strategy::create(const Stage3Opt
   const int n = o.comm->world_size();
   std::span<float> flat(m.parameters(), static_cast<size_t>(m.layout().total_numel()));
   if (n > 1) ZT_RETURN_IF_ERROR(o.comm->broadcast(flat, 0));
-  s->param_dtype_ = storage_dtype(o.dtype);
+  s->param_dtype_ = o.dtype;
   s->layout_ = Stage3Layout(m.layout(), n, o.comm->rank(), o.param_persistence_threshold,
                             o.model_persistence_threshold);
   std::vector<int64_t> group_numel;
@@ -81,11 +81,11 @@ Stage3Strategy::~Stage3Strategy() {
 Status Stage3Strategy::allocate(std::span<const float> flat) {
   const auto own = static_cast<size_t>(layout_.owned_numel());
   const bool opt_host = options_.offload_optimizer;
-  const bool separate = param_dtype_ != tensor::DType::kFloat32;
+  const bool separate = param_dtype_ != DType::kFloat32;
   const bool master_host = opt_host || (!separate && options_.offload_param);
   // fp32 offloaded by offload_param alone: that block's pin_memory.
   const bool master_pin = opt_host ? options_.pin_memory : options_.pin_param_memory;
-  ZT_ASSIGN_OR_RETURN(master_store_, PartitionArray::allocate(tensor::DType::kFloat32, own,
+  ZT_ASSIGN_OR_RETURN(master_store_, PartitionArray::allocate(DType::kFloat32, own,
                                                               master_host, master_pin));
   std::span<float> master = master_store_.f32();
   for (const GroupPlan& g : layout_.groups())
@@ -102,15 +102,15 @@ Status Stage3Strategy::allocate(std::span<const float> flat) {
   }
   ZT_ASSIGN_OR_RETURN(grads_,
                       PartitionArray::allocate(param_dtype_, own, opt_host, options_.pin_memory));
-  if (param_dtype_ == tensor::DType::kFloat32) owned_grads_ = grads_.f32();
+  if (param_dtype_ == DType::kFloat32) owned_grads_ = grads_.f32();
   for (int i = 0; i < options_.state_count; ++i) {
-    ZT_ASSIGN_OR_RETURN(PartitionArray st, PartitionArray::allocate(tensor::DType::kFloat32, own,
+    ZT_ASSIGN_OR_RETURN(PartitionArray st, PartitionArray::allocate(DType::kFloat32, own,
                                                                     opt_host, options_.pin_memory));
     states_.push_back(std::move(st));
   }
   for (PartitionArray& st : states_) state_spans_.push_back(st.f32());
   // Whole copies of the persistent tensors, rounded as the model sees them.
-  ZT_ASSIGN_OR_RETURN(persistent_, tensor::AlignedBuffer<float>::allocate(
+  ZT_ASSIGN_OR_RETURN(persistent_, device::cpu::AlignedBuffer<float>::allocate(
                                        static_cast<size_t>(layout_.persistent_numel())));
   for (const GroupPlan& g : layout_.groups())
     for_each_extent(g.persistent, [&](int64_t f, int64_t c, int64_t cnt) {
@@ -138,7 +138,7 @@ Status Stage3Strategy::issue_gather(int g, BufferPool::Buffer* staging, comm::Wo
   const CompactList& l = layout_.group(g).gathered;
   // One rank owns it all: unpack_gather reads the partition itself.
   if (l.count == 0 || world() == 1) return Status();
-  const size_t es = tensor::dtype_size(param_dtype_);
+  const size_t es = dtype_size(param_dtype_);
   const auto chunk = static_cast<size_t>(l.chunk);
   ZT_ASSIGN_OR_RETURN(*staging, pool_.acquire(static_cast<size_t>(l.padded()) * es));
   std::byte* mine = staging->data() + static_cast<size_t>(rank()) * chunk * es;
@@ -160,7 +160,7 @@ Status Stage3Strategy::issue_gather(int g, BufferPool::Buffer* staging, comm::Wo
 
 void Stage3Strategy::unpack_gather(int g, const std::byte* staging, float* dst) {
   const GroupPlan& plan = layout_.group(g);
-  const size_t es = tensor::dtype_size(param_dtype_);
+  const size_t es = dtype_size(param_dtype_);
   if (staging != nullptr) {
     for_each_extent(plan.gathered, [&](int64_t f, int64_t c, int64_t cnt) {
       to_fp32(param_dtype_, staging + static_cast<size_t>(c) * es, static_cast<size_t>(cnt),
@@ -226,7 +226,7 @@ Status Stage3Strategy::publish_parameters() {
 // Each group's persistent list: own chunk from the master (rounded to the
 // storage dtype), all-gathered, into the whole copies.
 Status Stage3Strategy::refresh_persistent() {
-  const size_t es = tensor::dtype_size(param_dtype_);
+  const size_t es = dtype_size(param_dtype_);
   std::span<const float> master = master_->f32();
   for (const GroupPlan& g : layout_.groups()) {
     const CompactList& l = g.persistent;

@@ -56,7 +56,7 @@
 // contiguous_gradients are stage 1-2 keys with no effect here (as in
 // DeepSpeed's stage 3: it always reduce-scatters into partitions).
 //
-//   Stage3Options o{.model = &m, .comm = c, .dtype = config::DType::kBf16, .state_count = 2};
+//   Stage3Options o{.model = &m, .comm = c, .dtype = DType::kBFloat16, .state_count = 2};
 //   ZT_ASSIGN_OR_RETURN(auto s, Stage3Strategy::create(o));
 //   s->coordinator().stats().live_high_water;     // instrumented peak of gathered elements
 //
@@ -75,7 +75,7 @@
 #include "comm/communicator.h"
 #include "config/config.h"
 #include "model/gpt_model.h"
-#include "tensor/aligned_buffer.h"
+#include "device/cpu/aligned_buffer.h"
 #include "zero/buffer_pool.h"
 #include "zero/param_coordinator.h"
 #include "zero/partition_array.h"
@@ -87,14 +87,14 @@ namespace zerotrain::zero {
 struct Stage3Options {
   model::GptModel* model = nullptr;  // flat parameter and gradient buffers bound (freed)
   comm::Communicator* comm = nullptr;
-  config::DType dtype = config::DType::kFp32;
+  DType dtype = DType::kFloat32;
   int state_count = 2;
   config::AllreduceOp allreduce_op = config::AllreduceOp::kMean;
   bool prescale = false;
   double predivide_factor = 1.0;
   // The reduce-scatters' dtype (gradient_wire_dtype): 16-bit narrows each
   // staging bucket in place (grad_wire.h).
-  tensor::DType grad_wire = tensor::DType::kFloat32;
+  DType grad_wire = DType::kFloat32;
   int64_t reduce_bucket_size = 500'000'000;  // elements
   int64_t prefetch_bucket_size = 50'000'000;
   int64_t param_persistence_threshold = 100'000;
@@ -176,7 +176,7 @@ class Stage3Strategy : public ZeroStrategy, private GatherBackend {
   Status refresh_persistent();
 
   Stage3Options options_;
-  tensor::DType param_dtype_ = tensor::DType::kFloat32;
+  DType param_dtype_ = DType::kFloat32;
   Stage3Layout layout_;
   ParamCoordinator coordinator_;
   // Owned arrays. params_ is master_ itself for fp32.
@@ -187,7 +187,7 @@ class Stage3Strategy : public ZeroStrategy, private GatherBackend {
   std::vector<std::span<float>> state_spans_;
   PartitionArray step_grads_;                // fp32 view for 16-bit gradients, boundary only
   std::span<float> owned_grads_;             // what the engine reads: grads_ or step_grads_
-  tensor::AlignedBuffer<float> persistent_;  // [persistent_numel] whole copies
+  device::cpu::AlignedBuffer<float> persistent_;  // [persistent_numel] whole copies
   std::vector<GroupBuffers> buffers_;        // [num_groups]
   BufferPool pool_;
   std::deque<PendingReduce> reduces_;

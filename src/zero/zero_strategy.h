@@ -27,8 +27,8 @@
 #include <span>
 #include <vector>
 
-#include "common/status.h"
-#include "zero/partition.h"
+#include "core/status.h"
+#include "core/range.h"
 
 namespace zerotrain::zero {
 

@@ -279,7 +279,7 @@ TEST(Export, SafetensorsHoldsTheGatheredWeights) {
   ASSERT_EQ(full.size(), static_cast<size_t>(layout.total_numel()));
 
   const std::string file = dir.file("model.safetensors");
-  const Status st = export_safetensors(root + "/e", file, tensor::DType::kFloat32);
+  const Status st = export_safetensors(root + "/e", file, DType::kFloat32);
   ASSERT_TRUE(st.ok()) << st.to_string();
   StatusOr<SafetensorsFile> f = SafetensorsFile::open(file);
   ASSERT_TRUE(f.ok()) << f.status().to_string();
@@ -287,7 +287,7 @@ TEST(Export, SafetensorsHoldsTheGatheredWeights) {
   for (const model::TensorInfo& t : layout.tensors()) {
     const SafetensorsTensor* got = f->find(t.name);
     ASSERT_NE(got, nullptr) << t.name;
-    EXPECT_EQ(got->dtype, tensor::DType::kFloat32) << t.name;
+    EXPECT_EQ(got->dtype, DType::kFloat32) << t.name;
     EXPECT_EQ(got->shape, t.hf_shape) << t.name;
     std::vector<float> values(static_cast<size_t>(model::hf_numel(t)));
     std::vector<float> want(values.size());
@@ -336,7 +336,7 @@ TEST(Export, Stage3Gathers16BitWeightsOnSaveWhenAsked) {
   for (const model::TensorInfo& t : layout.tensors()) {
     const SafetensorsTensor* got = f->find(t.name);
     ASSERT_NE(got, nullptr) << t.name;
-    EXPECT_EQ(got->dtype, tensor::DType::kBFloat16) << t.name;
+    EXPECT_EQ(got->dtype, DType::kBFloat16) << t.name;
     std::vector<float> values(static_cast<size_t>(got->numel())), want(values.size());
     ASSERT_TRUE(f->read_f32(*got, 0, got->numel(), values.data()).ok()) << t.name;
     model::copy_to_hf(t, full.data() + t.offset, want.data());

@@ -12,7 +12,7 @@
 #include "checkpoint/manifest.h"
 #include "checkpoint/shard_file.h"
 #include "checkpoint/test_util.h"
-#include "common/atomic_file.h"
+#include "core/atomic_file.h"
 
 namespace zerotrain::checkpoint {
 namespace {
@@ -24,7 +24,7 @@ using testing::write_bytes;
 // Ψ = 1000 values split over three "ranks" as uneven ranges; state k of
 // element i is 1000 * k + i, so any read can be checked by formula.
 constexpr int64_t kNumel = 1000;
-const std::vector<std::vector<zero::Range>> kRanges = {
+const std::vector<std::vector<Range>> kRanges = {
     {{0, 100}, {500, 200}}, {{100, 300}}, {{400, 100}, {700, 300}}};
 
 // DIR/ck, created: the tag directory of these tests.
@@ -56,7 +56,7 @@ Manifest write_checkpoint(const std::string& dir) {
   for (int r = 0; r < 3; ++r) {
     std::vector<std::vector<float>> data(3);
     for (int k = 0; k < 3; ++k)
-      for (const zero::Range& x : kRanges[r])
+      for (const Range& x : kRanges[r])
         for (int64_t i = x.offset; i < x.end(); ++i) data[k].push_back(value(k, i));
     const std::string file = "zero_rank_" + std::to_string(r) + "_states.ztshard";
     auto w = write_shard(dir + "/" + file, r, kRanges[r],

@@ -13,7 +13,7 @@
 
 #include "checkpoint/safetensors.h"
 #include "checkpoint/test_util.h"
-#include "tensor/half.h"
+#include "core/half.h"
 
 namespace zerotrain::checkpoint {
 namespace {
@@ -90,7 +90,7 @@ TEST(HfGpt2, WriteThenLoadGivesBackTheFlatBufferExactly) {
     return reader_of(params)(offset, count, out);
   };
   const std::string path = dir.file("model.safetensors");
-  ASSERT_TRUE(write_hf_gpt2(path, layout, tensor::DType::kFloat32, read).ok());
+  ASSERT_TRUE(write_hf_gpt2(path, layout, DType::kFloat32, read).ok());
 
   ASSERT_EQ(reads.size(), layout.tensors().size());  // one tensor at a time, in order
   for (size_t i = 0; i < reads.size(); ++i) {
@@ -108,7 +108,7 @@ TEST(HfGpt2, FileHoldsHfShapesConv1dTransposedAndNoLmHead) {
   const ParamLayout layout(small_config());
   const std::vector<float> params = sample_params(layout, 2);
   const std::string path = dir.file("model.safetensors");
-  ASSERT_TRUE(write_hf_gpt2(path, layout, tensor::DType::kFloat32, reader_of(params),
+  ASSERT_TRUE(write_hf_gpt2(path, layout, DType::kFloat32, reader_of(params),
                             {{"source", "test"}})
                   .ok());
   auto f = SafetensorsFile::open(path);
@@ -136,11 +136,11 @@ TEST(HfGpt2, Bf16ExportLoadsAsTheRoundedValues) {
   const ParamLayout layout(small_config());
   const std::vector<float> params = sample_params(layout, 3);
   const std::string path = dir.file("model.safetensors");
-  ASSERT_TRUE(write_hf_gpt2(path, layout, tensor::DType::kBFloat16, reader_of(params)).ok());
+  ASSERT_TRUE(write_hf_gpt2(path, layout, DType::kBFloat16, reader_of(params)).ok());
   std::vector<float> loaded;
   ASSERT_TRUE(load(path, layout, &loaded).ok());
   for (size_t k = 0; k < params.size(); ++k) {
-    const float want = tensor::bf16_bits_to_fp32(tensor::fp32_to_bf16_bits(params[k]));
+    const float want = bf16_bits_to_fp32(fp32_to_bf16_bits(params[k]));
     ASSERT_EQ(loaded[k], want) << "flat element " << k;
   }
 }
@@ -219,7 +219,7 @@ TEST(HfGpt2, ReadFlatFailureNamesTheTensorAndLeavesNoFile) {
     if (offset == layout.tensor("h.0.attn.c_proj.weight").offset) return io_error("disk gone");
     return reader_of(params)(offset, count, out);
   };
-  const Status st = write_hf_gpt2(dir.file("m"), layout, tensor::DType::kFloat16, failing);
+  const Status st = write_hf_gpt2(dir.file("m"), layout, DType::kFloat16, failing);
   EXPECT_EQ(st.code(), StatusCode::kIoError);
   EXPECT_NE(st.message().find("h.0.attn.c_proj.weight"), std::string::npos) << st.to_string();
   EXPECT_TRUE(dir.entries().empty());

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "checkpoint/test_util.h"
-#include "tensor/half.h"
+#include "core/half.h"
 
 namespace zerotrain::checkpoint {
 namespace {
@@ -22,7 +22,7 @@ using testing::read_bytes;
 using testing::safetensors_bytes;
 using testing::TempDir;
 using testing::write_bytes;
-using tensor::DType;
+using zerotrain::DType;
 
 std::vector<float> random_floats(size_t n, uint32_t seed) {
   std::mt19937 rng(seed);
@@ -112,13 +112,13 @@ TEST(Safetensors, Bf16AndF16RoundToNearestEvenAsConvertDoes) {
     ASSERT_EQ(back.size(), values.size());
     const size_t data_start = bytes.size() - values.size() * 2;
     for (size_t i = 0; i < values.size(); ++i) {
-      const uint16_t want = dtype == DType::kBFloat16 ? tensor::fp32_to_bf16_bits(values[i])
-                                                      : tensor::fp32_to_fp16_bits(values[i]);
+      const uint16_t want = dtype == DType::kBFloat16 ? fp32_to_bf16_bits(values[i])
+                                                      : fp32_to_fp16_bits(values[i]);
       uint16_t stored = 0;
       std::memcpy(&stored, bytes.data() + data_start + 2 * i, 2);
       ASSERT_EQ(stored, want) << "element " << i;
-      const float want_f32 = dtype == DType::kBFloat16 ? tensor::bf16_bits_to_fp32(want)
-                                                       : tensor::fp16_bits_to_fp32(want);
+      const float want_f32 = dtype == DType::kBFloat16 ? bf16_bits_to_fp32(want)
+                                                       : fp16_bits_to_fp32(want);
       ASSERT_EQ(back[i], want_f32) << "element " << i;
     }
     const size_t n = values.size();

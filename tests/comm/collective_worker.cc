@@ -15,9 +15,10 @@
 #include <string>
 #include <vector>
 
-#include "comm/gloo_communicator.h"
-#include "comm/reduce.h"
-#include "common/log.h"
+#include "comm/gloo/gloo_communicator.h"
+#include "comm/gloo/reduce.h"
+#include "core/log.h"
+#include "core/range.h"
 
 namespace zc = zerotrain::comm;
 using zerotrain::Status;
@@ -78,7 +79,7 @@ void run_sizes(zc::Communicator& c, size_t count) {
               zc::bf16_bits_to_fp32(zc::fp32_to_bf16_bits(sum(n, i) / static_cast<float>(n))));
   c.reset_counters();
   // reduce_scatter of the buffer padded to n equal shards.
-  size_t shard = zc::partition_size(count, n);
+  size_t shard = zerotrain::shard_size(count, n);
   std::vector<float> in(shard * n, 0.0f), out(shard);
   for (size_t i = 0; i < count; ++i) in[i] = value(r, i);
   check_status(

@@ -7,8 +7,9 @@
 #include <atomic>
 #include <cmath>
 
-#include "comm/reduce.h"
+#include "comm/gloo/reduce.h"
 #include "rank_threads.h"
+#include "core/range.h"
 
 namespace zerotrain::comm {
 namespace {
@@ -111,22 +112,22 @@ TEST_P(Collectives, ReduceScatterOfOddCountPadsLastShard) {
   const int n = GetParam();
   run_ranks(n, [n](Communicator& c) {
     const size_t count = 10;  // not divisible by 3 or 4
-    std::vector<uint16_t> in(padded_count(count, n), fp32_to_bf16_bits(0.0f));
+    std::vector<uint16_t> in(padded_numel(count, n), fp32_to_bf16_bits(0.0f));
     for (size_t j = 0; j < count; ++j) in[j] = fp32_to_bf16_bits(input_value(c.rank(), j));
-    std::vector<uint16_t> out(partition_size(count, n));
+    std::vector<uint16_t> out(shard_size(count, n));
     ASSERT_TRUE(c.reduce_scatter(std::span<const uint16_t>(in), std::span<uint16_t>(out),
                                  DType::kBFloat16, ReduceOp::kSum)
                     .ok());
-    PartitionRange mine = partition_range(count, n, c.rank());
+    Range mine = rank_range(count, n, c.rank());
     for (size_t i = 0; i < out.size(); ++i) {
-      float want = i < mine.count ? sum_value(n, mine.offset + i) : 0.0f;
+      float want = static_cast<int64_t>(i) < mine.count ? sum_value(n, mine.offset + i) : 0.0f;
       ASSERT_EQ(bf16_bits_to_fp32(out[i]), want) << "i " << i;
     }
     Status bad = c.reduce_scatter(std::span<const uint16_t>(in.data(), count),
                                   std::span<uint16_t>(out), DType::kBFloat16, ReduceOp::kSum);
     if (n > 1 && count != out.size() * n) {
       EXPECT_EQ(bad.code(), StatusCode::kInvalidArgument);
-      EXPECT_NE(bad.message().find("padded_count"), std::string::npos) << bad.message();
+      EXPECT_NE(bad.message().find("padded_numel"), std::string::npos) << bad.message();
     }
   });
 }

@@ -16,7 +16,7 @@
 #include <thread>
 #include <vector>
 
-#include "comm/tcp_store.h"
+#include "comm/store/tcp_store.h"
 
 extern char** environ;
 

@@ -13,8 +13,8 @@
 #include <thread>
 #include <vector>
 
-#include "comm/gloo_communicator.h"
-#include "comm/tcp_store.h"
+#include "comm/gloo/gloo_communicator.h"
+#include "comm/store/tcp_store.h"
 
 namespace zerotrain::comm::testutil {
 

@@ -1,6 +1,6 @@
 // 16-bit conversions (round to nearest even, specials), reduction kernels,
 // partition arithmetic, and comm options from the environment.
-#include "comm/reduce.h"
+#include "comm/gloo/reduce.h"
 
 #include <gtest/gtest.h>
 #include <stdlib.h>
@@ -116,32 +116,10 @@ TEST(ReduceCombine, Bf16AndFp16BlocksEqualTheScalarFormula) {
   }
 }
 
-TEST(Partition, PaddedShardsCoverTheBufferExactly) {
-  for (size_t count : {0, 1, 7, 10, 12, 1000003}) {
-    for (int n : {1, 2, 3, 4, 8}) {
-      size_t covered = 0;
-      for (int r = 0; r < n; ++r) {
-        PartitionRange p = partition_range(count, n, r);
-        if (p.count > 0) {
-          EXPECT_EQ(p.offset, covered);
-        }
-        covered += p.count;
-        EXPECT_LE(p.count, partition_size(count, n));
-      }
-      EXPECT_EQ(covered, count);
-      EXPECT_EQ(padded_count(count, n) % n, 0u);
-      EXPECT_LT(padded_count(count, n) - count, static_cast<size_t>(n));
-    }
-  }
-  EXPECT_EQ(partition_range(10, 4, 3).offset, 9u);
-  EXPECT_EQ(partition_range(10, 4, 3).count, 1u);
-  EXPECT_EQ(partition_range(2, 4, 3).count, 0u);
-}
-
 TEST(Partition, RingChunksDifferByAtMostOneElement) {
   size_t total = 0;
   for (int i = 0; i < 4; ++i) {
-    PartitionRange c = ring_chunk(10, 4, i);
+    RingChunk c = ring_chunk(10, 4, i);
     EXPECT_EQ(c.offset, total);
     EXPECT_EQ(c.count, i < 2 ? 3u : 2u);
     total += c.count;

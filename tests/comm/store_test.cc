@@ -1,14 +1,14 @@
 // Store semantics (MemoryStore and TCP store behave the same), blocking
 // wait/get, timeouts naming the missing keys, and secret authentication.
-#include "comm/store.h"
+#include "comm/store/store.h"
 
 #include <gtest/gtest.h>
 
 #include <chrono>
 #include <thread>
 
-#include "comm/net.h"
-#include "comm/tcp_store.h"
+#include "comm/store/net.h"
+#include "comm/store/tcp_store.h"
 
 namespace zerotrain::comm {
 namespace {

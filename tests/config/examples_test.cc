@@ -50,7 +50,7 @@ TEST(ConfigExamples, EveryExampleParses) {
 TEST(ConfigExamples, Zero2OffloadsOptimizerInBf16) {
   Config c = load("ds_config_zero2.json");
   EXPECT_EQ(c.zero.stage, 2);
-  EXPECT_EQ(c.model_dtype(), DType::kBf16);
+  EXPECT_EQ(c.model_dtype(), DType::kBFloat16);
   EXPECT_EQ(c.zero.offload_optimizer.device, OffloadDevice::kCpu);
   EXPECT_FALSE(c.zero.offload_param.enabled());
   EXPECT_EQ(c.zero.allgather_bucket_size, 200000000);
@@ -78,7 +78,7 @@ TEST(ConfigExamples, Zero3OffloadsBothAndWarnsAboutTheOldSpelling) {
 
 TEST(ConfigExamples, Zero2Fp16UsesDynamicLossScaling) {
   Config c = load("ds_config_zero2_fp16.json");
-  EXPECT_EQ(c.model_dtype(), DType::kFp16);
+  EXPECT_EQ(c.model_dtype(), DType::kFloat16);
   EXPECT_TRUE(c.fp16.dynamic());
   EXPECT_EQ(c.fp16.initial_scale_power, 16);
   EXPECT_EQ(c.fp16.hysteresis, 2);
@@ -88,7 +88,7 @@ TEST(ConfigExamples, Zero2Fp16UsesDynamicLossScaling) {
 TEST(ConfigExamples, Zero0NeedsNoTrainerArguments) {
   Config c = load("ds_config_zero0.json", TrainerArgs{});  // no arguments at all
   EXPECT_EQ(c.zero.stage, 0);
-  EXPECT_EQ(c.model_dtype(), DType::kFp32);
+  EXPECT_EQ(c.model_dtype(), DType::kFloat32);
   EXPECT_EQ(c.batch.train_batch_size, 8);
   EXPECT_EQ(c.scheduler.type, SchedulerType::kWarmupDecayLR);
   EXPECT_TRUE(c.resolved_from_auto.empty());

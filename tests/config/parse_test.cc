@@ -102,7 +102,7 @@ TEST(ConfigParse, DefaultsAreDeepSpeeds) {
   EXPECT_EQ(c.fp16.loss_scale_window, 1000);
   EXPECT_TRUE(c.bf16.check_grad_overflow);
   EXPECT_EQ(c.optimizer.type, OptimizerType::kNone);
-  EXPECT_EQ(c.model_dtype(), DType::kFp32);
+  EXPECT_EQ(c.model_dtype(), DType::kFloat32);
   Config z3 = parse_ok(R"({"train_batch_size": 8, "zero_optimization": {"stage": 3}})");
   EXPECT_TRUE(z3.zero.overlap_comm);  // DeepSpeed: on by default at stage 3 only
 }

@@ -6,7 +6,7 @@
 
 #include <mutex>
 
-#include "comm/gloo_communicator.h"
+#include "comm/gloo/gloo_communicator.h"
 #include "comm/rank_threads.h"
 #include "engine/engine.h"
 #include "engine/engine_test_util.h"

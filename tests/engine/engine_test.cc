@@ -9,10 +9,9 @@
 #include <cmath>
 #include <string>
 
-#include "comm/gloo_communicator.h"
-#include "common/env.h"
+#include "comm/gloo/gloo_communicator.h"
+#include "core/env.h"
 #include "engine/engine_test_util.h"
-#include "engine/threads.h"
 #include "optim/adam.h"
 
 namespace zerotrain::engine {
@@ -254,19 +253,6 @@ TEST(Engine, ZeroFormulaBytesPerStage) {
   EXPECT_EQ(zero_formula_bytes(2, psi, 4), 2 * psi + 3500);
   EXPECT_EQ(zero_formula_bytes(3, psi, 4), 4 * psi);
   EXPECT_EQ(zero_formula_bytes(3, 10, 3), 54);  // ceil(160 / 3)
-}
-
-// ranks x threads = cores unless OMP_NUM_THREADS is set.
-TEST(Threads, RanksTimesThreadsIsTheCoreCount) {
-  if (env::get("OMP_NUM_THREADS")) GTEST_SKIP() << "OMP_NUM_THREADS is set";
-  const int cores = available_cores();
-  EXPECT_EQ(configure_compute_threads(1), cores);
-  EXPECT_EQ(omp_get_max_threads(), cores);
-  EXPECT_EQ(configure_compute_threads(2), std::max(1, cores / 2));
-  EXPECT_EQ(configure_compute_threads(4 * cores), 1);
-  EXPECT_EQ(local_ranks_from_env(3),
-            env::get("LOCAL_WORLD_SIZE") ? *env::get_int("LOCAL_WORLD_SIZE", 0) : 3);
-  configure_compute_threads(1);
 }
 
 }  // namespace

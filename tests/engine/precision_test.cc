@@ -11,10 +11,10 @@
 #include <cmath>
 #include <limits>
 
-#include "comm/gloo_communicator.h"
+#include "comm/gloo/gloo_communicator.h"
 #include "engine/engine.h"
 #include "engine/engine_test_util.h"
-#include "tensor/half.h"
+#include "core/half.h"
 #include "zero/partition_array.h"
 
 namespace zerotrain::engine {
@@ -110,7 +110,7 @@ TEST(EnginePrecision, Fp16OverflowSkipsStepAndHalvesAfterHysteresis) {
   EXPECT_EQ(e.scheduler()->last_batch_iteration(), 0);
   EXPECT_TRUE(std::isfinite(e.last_step().grad_norm));
   // The compute weights are fp16 values.
-  for (float w : r.weights()) ASSERT_EQ(w, tensor::to_float(tensor::to_half(w)));
+  for (float w : r.weights()) ASSERT_EQ(w, to_float(to_half(w)));
 }
 
 // A scale of 2^40 pushes the scaled gradients past 65504: they overflow
@@ -132,7 +132,7 @@ TEST(EnginePrecision, Bf16ComputesFromRoundedMasterWeights) {
   const std::vector<float> w = r.weights();
   int64_t differ = 0;
   for (size_t i = 0; i < w.size(); ++i) {
-    const float rounded = tensor::to_float(tensor::to_bfloat16(master[i]));
+    const float rounded = to_float(to_bfloat16(master[i]));
     ASSERT_EQ(w[i], rounded) << i;
     differ += w[i] != master[i];
   }
@@ -206,11 +206,11 @@ TEST(EnginePrecision, RoundToMatchesScalarConversions) {
   for (size_t i = 0; i < x.size(); ++i) x[i] = std::sin(0.37 * i) * std::pow(10.0f, int(i % 9) - 4);
   x[3] = 1e6f;  // beyond fp16: inf
   std::vector<float> b(x.size()), h(x.size());
-  zero::round_to(config::DType::kBf16, x, b);
-  zero::round_to(config::DType::kFp16, x, h);
+  zero::round_to(DType::kBFloat16, x, b);
+  zero::round_to(DType::kFloat16, x, h);
   for (size_t i = 0; i < x.size(); ++i) {
-    ASSERT_EQ(b[i], tensor::to_float(tensor::to_bfloat16(x[i])));
-    ASSERT_EQ(h[i], tensor::to_float(tensor::to_half(x[i])));
+    ASSERT_EQ(b[i], to_float(to_bfloat16(x[i])));
+    ASSERT_EQ(h[i], to_float(to_half(x[i])));
   }
   EXPECT_TRUE(std::isinf(h[3]));
 }

@@ -97,10 +97,10 @@ TEST(GptModelBf16, ParameterViewsEqualRoundingPerCall) {
   m.init_parameters(5);
   const int64_t n = m.layout().total_numel();
   // fp32 weights that are exactly bf16 values, and their bits.
-  std::vector<kernels::cpu::Bf16Bits> bits(static_cast<size_t>(n));
+  std::vector<BFloat16> bits(static_cast<size_t>(n));
   for (int64_t i = 0; i < n; ++i) {
-    bits[i] = kernels::cpu::bf16_from_float(m.parameters()[i]);
-    m.parameters()[i] = kernels::cpu::float_from_bf16(bits[i]);
+    bits[i] = to_bfloat16(m.parameters()[i]);
+    m.parameters()[i] = to_float(bits[i]);
   }
   auto run = [&]() {
     m.zero_gradients();

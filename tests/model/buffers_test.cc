@@ -49,7 +49,7 @@ class FakeStage3 {
   Status gather(int stage, Pass pass) {
     for (int g : m_->param_groups_read(stage, pass)) {
       const GroupInfo& gi = m_->layout().groups()[g];
-      auto buf = std::make_unique<tensor::AlignedBuffer<float>>(gi.numel);
+      auto buf = std::make_unique<device::cpu::AlignedBuffer<float>>(gi.numel);
       std::memcpy(buf->data(), master_ + gi.offset, gi.numel * sizeof(float));
       m_->set_group_parameters(g, buf->data());
       live_[g] = std::move(buf);
@@ -71,8 +71,8 @@ class FakeStage3 {
   }
   GptModel* m_;
   const float* master_;
-  std::map<int, std::unique_ptr<tensor::AlignedBuffer<float>>> live_;
-  std::vector<std::unique_ptr<tensor::AlignedBuffer<float>>> graveyard_;
+  std::map<int, std::unique_ptr<device::cpu::AlignedBuffer<float>>> live_;
+  std::vector<std::unique_ptr<device::cpu::AlignedBuffer<float>>> graveyard_;
 };
 
 TEST(GptModelBuffers, Stage3StyleGatherReleaseMatchesFlatBuffers) {
@@ -87,7 +87,7 @@ TEST(GptModelBuffers, Stage3StyleGatherReleaseMatchesFlatBuffers) {
   GptModel m = make(false);
   const ParamLayout& layout = m.layout();
   // Gradients: one separate buffer per group.
-  std::vector<tensor::AlignedBuffer<float>> grads;
+  std::vector<device::cpu::AlignedBuffer<float>> grads;
   for (const GroupInfo& gi : layout.groups()) grads.emplace_back(gi.numel);
   for (int g = 0; g < m.num_groups(); ++g) m.set_group_gradients(g, grads[g].data());
   FakeStage3 zero(&m, flat.parameters());
@@ -165,7 +165,7 @@ TEST(GptModelBuffers, UnboundGroupAndHookErrorsAreReported) {
   EXPECT_NE(r.status().message().find("group 0 (embeddings) has no parameter buffer"),
             std::string::npos)
       << r.status().message();
-  tensor::AlignedBuffer<float> p(m.layout().total_numel());
+  device::cpu::AlignedBuffer<float> p(m.layout().total_numel());
   m.set_parameters(p.data());
   m.init_parameters(1);
   ASSERT_TRUE(m.forward(tok.data(), tok.data(), B, T).ok());

@@ -123,7 +123,7 @@ TEST(GptModel, ExternalFlatBuffersGiveBitIdenticalResults) {
       make({.max_batch = B, .max_seq = T, .own_parameters = false, .own_gradients = false});
   EXPECT_EQ(ext.memory().parameter_bytes, 0);
   const int64_t n = ext.layout().total_numel();
-  tensor::AlignedBuffer<float> params(n), grads(n);
+  device::cpu::AlignedBuffer<float> params(n), grads(n);
   ext.set_parameters(params.data());
   ext.set_gradients(grads.data());
   ext.init_parameters(9);

@@ -15,15 +15,15 @@
 #include <random>
 #include <vector>
 
-#include "kernels/reference.h"
+#include "device/cpu/kernels/reference.h"
 #include "model/gpt_config.h"
 #include "model/gpt_model.h"
 #include "model/param_layout.h"
 
 namespace zerotrain::model::testing {
 
-using kernels::testing::Vec;
-namespace ref = kernels::testing::ref;
+using device::cpu::testing::Vec;
+namespace ref = device::cpu::testing::ref;
 
 // 2 layers, C=16, NH=2, V=23 padded to 32, block size 8 (tests use T=5 <
 // 8, so the unused wpe rows are exercised as zero-gradient rows).

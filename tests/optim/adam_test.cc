@@ -10,13 +10,13 @@
 #include <random>
 #include <vector>
 
-#include "tensor/cpu_features.h"
-#include "tensor/half.h"
+#include "device/cpu/cpu_features.h"
+#include "core/half.h"
 
 namespace zerotrain::optim {
 namespace {
 
-using tensor::SimdLevel;
+using device::cpu::SimdLevel;
 
 // grads[t][i] for step t, deterministic and of mixed sign and magnitude.
 float grad_at(int t, size_t i) {
@@ -106,8 +106,8 @@ struct RunResult {
   std::vector<uint16_t> copy;
 };
 
-RunResult run_level(SimdLevel level, const AdamOptions& o, tensor::DType copy_dtype) {
-  tensor::ScopedSimdLevel scoped(level);
+RunResult run_level(SimdLevel level, const AdamOptions& o, DType copy_dtype) {
+  device::cpu::ScopedSimdLevel scoped(level);
   const size_t n = 3 * (size_t{1} << 16) + 21;  // several OpenMP chunks and a SIMD tail
   std::mt19937 rng(42);
   std::normal_distribution<float> dist(0.0f, 1.0f);
@@ -117,7 +117,7 @@ RunResult run_level(SimdLevel level, const AdamOptions& o, tensor::DType copy_dt
   for (auto& x : r.p) x = dist(rng);
   for (int t = 1; t <= 3; ++t) {
     for (auto& x : g) x = dist(rng) * 1e-2f;
-    tensor::TensorView copy{r.copy.data(), copy_dtype, n};
+    TensorView copy{r.copy.data(), copy_dtype, n};
     EXPECT_TRUE(adam_update(o, t, {r.p, g, r.m, r.v}, copy).ok());
   }
   return r;
@@ -125,8 +125,8 @@ RunResult run_level(SimdLevel level, const AdamOptions& o, tensor::DType copy_dt
 
 std::vector<SimdLevel> simd_levels() {
   std::vector<SimdLevel> levels;
-  if (tensor::detected_simd_level() >= SimdLevel::kAvx2) levels.push_back(SimdLevel::kAvx2);
-  if (tensor::detected_simd_level() >= SimdLevel::kAvx512) levels.push_back(SimdLevel::kAvx512);
+  if (device::cpu::detected_simd_level() >= SimdLevel::kAvx2) levels.push_back(SimdLevel::kAvx2);
+  if (device::cpu::detected_simd_level() >= SimdLevel::kAvx512) levels.push_back(SimdLevel::kAvx512);
   return levels;
 }
 
@@ -134,22 +134,22 @@ TEST(AdamTest, SimdLevelsAreBitIdenticalToPortableAndCopiesMatchConversion) {
   const AdamOptions modes[] = {{.lr = 1e-3, .weight_decay = 0.01},
                                {.lr = 1e-3, .weight_decay = 0.01, .adam_w_mode = false}};
   for (const AdamOptions& o : modes) {
-    for (tensor::DType dt : {tensor::DType::kBFloat16, tensor::DType::kFloat16}) {
+    for (DType dt : {DType::kBFloat16, DType::kFloat16}) {
       const RunResult want = run_level(SimdLevel::kPortable, o, dt);
       for (size_t i = 0; i < want.p.size(); ++i) {
-        const uint16_t expect = dt == tensor::DType::kBFloat16
-                                    ? tensor::fp32_to_bf16_bits(want.p[i])
-                                    : tensor::fp32_to_fp16_bits(want.p[i]);
+        const uint16_t expect = dt == DType::kBFloat16
+                                    ? fp32_to_bf16_bits(want.p[i])
+                                    : fp32_to_fp16_bits(want.p[i]);
         ASSERT_EQ(want.copy[i], expect) << "portable copy " << i;
       }
       for (SimdLevel level : simd_levels()) {
         const RunResult got = run_level(level, o, dt);
         for (size_t i = 0; i < want.p.size(); ++i) {
           ASSERT_EQ(std::bit_cast<uint32_t>(got.p[i]), std::bit_cast<uint32_t>(want.p[i]))
-              << tensor::simd_level_name(level) << " param " << i;
+              << device::cpu::simd_level_name(level) << " param " << i;
           ASSERT_EQ(got.m[i], want.m[i]) << i;
           ASSERT_EQ(got.v[i], want.v[i]) << i;
-          ASSERT_EQ(got.copy[i], want.copy[i]) << tensor::simd_level_name(level) << " copy " << i;
+          ASSERT_EQ(got.copy[i], want.copy[i]) << device::cpu::simd_level_name(level) << " copy " << i;
         }
       }
     }
@@ -160,39 +160,39 @@ TEST(AdamTest, SimdLevelsAreBitIdenticalToPortableAndCopiesMatchConversion) {
 // on the widened grads, bit for bit, on every level (n leaves tails).
 TEST(AdamTest, SixteenBitGradsMatchTheFp32PathOnWidenedGrads) {
   const size_t n = (size_t{1} << 16) + 37;
-  std::vector<tensor::Half> g16(n);
-  std::vector<tensor::BFloat16> gb(n);
+  std::vector<Half> g16(n);
+  std::vector<BFloat16> gb(n);
   std::vector<float> w16(n), wb(n), p0(n);
   for (size_t i = 0; i < n; ++i) {
     const float g = grad_at(1, i) * 3.0f;
-    g16[i] = tensor::to_half(g);
-    gb[i] = tensor::to_bfloat16(g);
-    w16[i] = tensor::to_float(g16[i]);
-    wb[i] = tensor::to_float(gb[i]);
+    g16[i] = to_half(g);
+    gb[i] = to_bfloat16(g);
+    w16[i] = to_float(g16[i]);
+    wb[i] = to_float(gb[i]);
     p0[i] = 0.25f + 1e-3f * static_cast<float>(i % 101);
   }
   const AdamOptions o{.lr = 1e-2, .weight_decay = 0.1};
   std::vector<SimdLevel> all = simd_levels();
   all.push_back(SimdLevel::kPortable);
   for (SimdLevel level : all) {
-    tensor::ScopedSimdLevel scoped(level);
+    device::cpu::ScopedSimdLevel scoped(level);
     for (bool bf16 : {false, true}) {
       std::vector<float> pa = p0, ma(n), va(n), pb = p0, mb(n), vb(n);
       ASSERT_TRUE(adam_update(o, 2, {pa, bf16 ? wb : w16, ma, va}).ok());
-      const tensor::ConstTensorView grads16 =
-          bf16 ? tensor::make_view(std::span<const tensor::BFloat16>(gb))
-               : tensor::make_view(std::span<const tensor::Half>(g16));
+      const ConstTensorView grads16 =
+          bf16 ? make_view(std::span<const BFloat16>(gb))
+               : make_view(std::span<const Half>(g16));
       ASSERT_TRUE(adam_update(o, 2, {pb, {}, mb, vb, grads16}).ok());
       for (size_t i = 0; i < n; ++i) {
         ASSERT_EQ(std::bit_cast<uint32_t>(pb[i]), std::bit_cast<uint32_t>(pa[i]))
-            << tensor::simd_level_name(level) << (bf16 ? " bf16 " : " fp16 ") << i;
+            << device::cpu::simd_level_name(level) << (bf16 ? " bf16 " : " fp16 ") << i;
         ASSERT_EQ(vb[i], va[i]) << i;
       }
     }
   }
   std::vector<float> p(n), g(n), m(n), v(n);
   const Status both =
-      adam_update(o, 1, {p, g, m, v, tensor::make_view(std::span<const tensor::Half>(g16))});
+      adam_update(o, 1, {p, g, m, v, make_view(std::span<const Half>(g16))});
   EXPECT_NE(both.message().find("grads or grads16, not both"), std::string::npos);
 }
 
@@ -203,25 +203,25 @@ TEST(AdamTest, GradScaleEqualsScalingTheGradsFirst) {
   const size_t n = (size_t{1} << 16) + 37;
   const float scale = 0.37f;
   std::vector<float> g(n), scaled(n), p0(n);
-  std::vector<tensor::BFloat16> gb(n);
+  std::vector<BFloat16> gb(n);
   for (size_t i = 0; i < n; ++i) {
     g[i] = grad_at(1, i) * 3.0f;
-    gb[i] = tensor::to_bfloat16(g[i]);
+    gb[i] = to_bfloat16(g[i]);
     p0[i] = 0.25f + 1e-3f * static_cast<float>(i % 101);
   }
   std::vector<SimdLevel> all = simd_levels();
   all.push_back(SimdLevel::kPortable);
   for (SimdLevel level : all) {
-    tensor::ScopedSimdLevel scoped(level);
+    device::cpu::ScopedSimdLevel scoped(level);
     for (bool adam_w : {true, false}) {
       const AdamOptions o{.lr = 1e-2, .weight_decay = 0.1, .adam_w_mode = adam_w};
       for (bool bf16 : {false, true}) {
-        for (size_t i = 0; i < n; ++i) scaled[i] = (bf16 ? tensor::to_float(gb[i]) : g[i]) * scale;
+        for (size_t i = 0; i < n; ++i) scaled[i] = (bf16 ? to_float(gb[i]) : g[i]) * scale;
         std::vector<float> pa = p0, ma(n), va(n), pb = p0, mb(n), vb(n);
         ASSERT_TRUE(adam_update(o, 2, {pa, scaled, ma, va}).ok());
         AdamTensors t{pb, {}, mb, vb};
         if (bf16) {
-          t.grads16 = tensor::make_view(std::span<const tensor::BFloat16>(gb));
+          t.grads16 = make_view(std::span<const BFloat16>(gb));
         } else {
           t.grads = g;
         }
@@ -229,7 +229,7 @@ TEST(AdamTest, GradScaleEqualsScalingTheGradsFirst) {
         ASSERT_TRUE(adam_update(o, 2, t).ok());
         for (size_t i = 0; i < n; ++i) {
           ASSERT_EQ(std::bit_cast<uint32_t>(pb[i]), std::bit_cast<uint32_t>(pa[i]))
-              << tensor::simd_level_name(level) << (bf16 ? " bf16 " : " fp32 ") << adam_w << " "
+              << device::cpu::simd_level_name(level) << (bf16 ? " bf16 " : " fp32 ") << adam_w << " "
               << i;
           ASSERT_EQ(std::bit_cast<uint32_t>(mb[i]), std::bit_cast<uint32_t>(ma[i])) << i;
           ASSERT_EQ(std::bit_cast<uint32_t>(vb[i]), std::bit_cast<uint32_t>(va[i])) << i;
@@ -261,7 +261,7 @@ TEST(AdamTest, RejectsBadOptionsAndMismatchedTensorsNamingTheField) {
   EXPECT_NE(s.message().find("params 4, grads 3"), std::string::npos) << s.message();
   std::vector<float> g4(4), wrong_copy(4);
   const Status c =
-      adam_update({}, 1, {p, g4, m, v}, tensor::make_view(std::span<float>(wrong_copy)));
+      adam_update({}, 1, {p, g4, m, v}, make_view(std::span<float>(wrong_copy)));
   EXPECT_NE(c.message().find("fp16 or bf16"), std::string::npos);
   EXPECT_FALSE(adam_update({}, 0, {p, g4, m, v}).ok());
 }

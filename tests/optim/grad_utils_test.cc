@@ -10,17 +10,17 @@
 #include <limits>
 #include <vector>
 
-#include "tensor/cpu_features.h"
+#include "device/cpu/cpu_features.h"
 
 namespace zerotrain::optim {
 namespace {
 
-using tensor::SimdLevel;
+using device::cpu::SimdLevel;
 
 std::vector<SimdLevel> levels() {
   std::vector<SimdLevel> l = {SimdLevel::kPortable};
-  if (tensor::detected_simd_level() >= SimdLevel::kAvx2) l.push_back(SimdLevel::kAvx2);
-  if (tensor::detected_simd_level() >= SimdLevel::kAvx512) l.push_back(SimdLevel::kAvx512);
+  if (device::cpu::detected_simd_level() >= SimdLevel::kAvx2) l.push_back(SimdLevel::kAvx2);
+  if (device::cpu::detected_simd_level() >= SimdLevel::kAvx512) l.push_back(SimdLevel::kAvx512);
   return l;
 }
 
@@ -31,12 +31,12 @@ TEST(GradUtilsTest, FindsInfOrNanAtAnyPositionOnEveryLevel) {
       std::numeric_limits<float>::infinity(), -std::numeric_limits<float>::infinity(),
       std::numeric_limits<float>::quiet_NaN(), std::bit_cast<float>(0x7f800001u)};
   for (SimdLevel level : levels()) {
-    tensor::ScopedSimdLevel scoped(level);
+    device::cpu::ScopedSimdLevel scoped(level);
     EXPECT_FALSE(has_inf_or_nan(x));
     for (size_t pos : {size_t{0}, size_t{15}, size_t{16}, size_t{40000}, n - 8, n - 1}) {
       for (float bad : bad_values) {
         x[pos] = bad;
-        EXPECT_TRUE(has_inf_or_nan(x)) << tensor::simd_level_name(level) << " at " << pos;
+        EXPECT_TRUE(has_inf_or_nan(x)) << device::cpu::simd_level_name(level) << " at " << pos;
         x[pos] = std::numeric_limits<float>::max();  // finite: not an overflow
         EXPECT_FALSE(has_inf_or_nan(x));
         x[pos] = 1.0f;
@@ -47,14 +47,14 @@ TEST(GradUtilsTest, FindsInfOrNanAtAnyPositionOnEveryLevel) {
 }
 
 TEST(GradUtilsTest, SixteenBitOverflowChecks) {
-  std::vector<tensor::Half> h = {tensor::to_half(1.0f), tensor::to_half(65504.0f)};
-  EXPECT_FALSE(has_inf_or_nan(std::span<const tensor::Half>(h)));
-  h.push_back(tensor::Half{0x7c00});
-  EXPECT_TRUE(has_inf_or_nan(std::span<const tensor::Half>(h)));
-  std::vector<tensor::BFloat16> b = {tensor::to_bfloat16(3e38f)};
-  EXPECT_FALSE(has_inf_or_nan(std::span<const tensor::BFloat16>(b)));
-  b.push_back(tensor::BFloat16{0xffc0});
-  EXPECT_TRUE(has_inf_or_nan(std::span<const tensor::BFloat16>(b)));
+  std::vector<Half> h = {to_half(1.0f), to_half(65504.0f)};
+  EXPECT_FALSE(has_inf_or_nan(std::span<const Half>(h)));
+  h.push_back(Half{0x7c00});
+  EXPECT_TRUE(has_inf_or_nan(std::span<const Half>(h)));
+  std::vector<BFloat16> b = {to_bfloat16(3e38f)};
+  EXPECT_FALSE(has_inf_or_nan(std::span<const BFloat16>(b)));
+  b.push_back(BFloat16{0xffc0});
+  EXPECT_TRUE(has_inf_or_nan(std::span<const BFloat16>(b)));
 }
 
 // x_i = i: sum of squares (n-1) n (2n-1) / 6, exact in double here.
@@ -66,8 +66,8 @@ TEST(GradUtilsTest, SquaredNormIsClosedFormOnEveryLevelAndThreadCount) {
   const double expected = (nd - 1) * nd * (2 * nd - 1) / 6;
   const int threads = omp_get_max_threads();
   for (SimdLevel level : levels()) {
-    tensor::ScopedSimdLevel scoped(level);
-    EXPECT_EQ(squared_l2_norm(x), expected) << tensor::simd_level_name(level);
+    device::cpu::ScopedSimdLevel scoped(level);
+    EXPECT_EQ(squared_l2_norm(x), expected) << device::cpu::simd_level_name(level);
     omp_set_num_threads(1);
     const double one = squared_l2_norm(x);
     omp_set_num_threads(3);

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "optim/lr_scheduler.h"
-#include "tensor/half.h"
+#include "core/half.h"
 
 namespace zerotrain::optim {
 namespace {
@@ -23,21 +23,21 @@ TEST(OptimizerTest, AdamThroughTheInterfaceEqualsAdamDirectly) {
   ASSERT_TRUE(direct.ok());
   std::vector<float> p1 = {1.0f, -2.0f, 0.5f}, p2 = p1, g = {0.1f, 0.2f, -0.3f};
   std::vector<float> m1(3), v1(3), m2(3), v2(3);
-  std::vector<tensor::BFloat16> copy(3);
+  std::vector<BFloat16> copy(3);
   const std::span<float> states[] = {m1, v1};
   for (int step = 0; step < 3; ++step) {
     (*opt)->begin_step();
     ASSERT_TRUE((*opt)
-                    ->update(p1, tensor::make_view(std::span<const float>(g)), states,
-                             tensor::make_view(std::span<tensor::BFloat16>(copy)))
+                    ->update(p1, make_view(std::span<const float>(g)), states,
+                             make_view(std::span<BFloat16>(copy)))
                     .ok());
     ASSERT_TRUE(direct->step({p2, g, m2, v2}).ok());
   }
   EXPECT_EQ(p1, p2);
-  EXPECT_EQ(copy[1], tensor::to_bfloat16(p1[1]));
+  EXPECT_EQ(copy[1], to_bfloat16(p1[1]));
   EXPECT_EQ((*opt)->step_count(), 3);
   const std::span<float> one_state[] = {m1};
-  const Status bad = (*opt)->update(p1, tensor::make_view(std::span<const float>(g)), one_state);
+  const Status bad = (*opt)->update(p1, make_view(std::span<const float>(g)), one_state);
   EXPECT_NE(bad.message().find("adamw: expected 2 state arrays, got 1"), std::string::npos);
 }
 
@@ -50,18 +50,18 @@ TEST(OptimizerTest, SgdStatesFollowMomentumAndCopiesAreWritten) {
   EXPECT_EQ((*opt)->name(), "sgd");
   EXPECT_EQ((*opt)->state_names(), (std::vector<std::string>{"momentum_buffer"}));
   std::vector<float> p = {1.0f}, g = {2.0f}, buf(1);
-  std::vector<tensor::Half> copy(1);
+  std::vector<Half> copy(1);
   const std::span<float> states[] = {buf};
   (*opt)->begin_step();
   ASSERT_TRUE((*opt)
-                  ->update(p, tensor::make_view(std::span<const float>(g)), states,
-                           tensor::make_view(std::span<tensor::Half>(copy)))
+                  ->update(p, make_view(std::span<const float>(g)), states,
+                           make_view(std::span<Half>(copy)))
                   .ok());
   EXPECT_EQ(p[0], 0.0f);  // 1 - 0.5 * 2
-  EXPECT_EQ(copy[0], tensor::to_half(0.0f));
-  std::vector<tensor::BFloat16> g16(1);
+  EXPECT_EQ(copy[0], to_half(0.0f));
+  std::vector<BFloat16> g16(1);
   const Status s =
-      (*opt)->update(p, tensor::make_view(std::span<const tensor::BFloat16>(g16)), states);
+      (*opt)->update(p, make_view(std::span<const BFloat16>(g16)), states);
   EXPECT_NE(s.message().find("sgd: grads must be fp32, got bf16"), std::string::npos);
 }
 

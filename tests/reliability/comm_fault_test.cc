@@ -11,9 +11,9 @@
 #include <thread>
 #include <vector>
 
-#include "comm/checksum.h"
-#include "comm/gloo_communicator.h"
-#include "comm/tcp_store.h"
+#include "comm/gloo/checksum.h"
+#include "comm/gloo/gloo_communicator.h"
+#include "comm/store/tcp_store.h"
 
 namespace zerotrain::comm {
 namespace {

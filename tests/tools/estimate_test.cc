@@ -9,6 +9,7 @@
 
 #include "model/gpt_config.h"
 #include "tools/estimate_format.h"
+#include "core/range.h"
 
 namespace zerotrain::tools {
 namespace {
@@ -34,11 +35,11 @@ TEST(ZerotrainEstimate, PaperExample7point5BOn64Ranks) {
 }
 
 TEST(ZerotrainEstimate, PartitionsRoundUpToAMultipleOfTheWorldSize) {
-  EXPECT_EQ(partition_numel(0, 4), 0);
-  EXPECT_EQ(partition_numel(1, 4), 1);
-  EXPECT_EQ(partition_numel(8, 4), 2);
-  EXPECT_EQ(partition_numel(9, 4), 3);
-  EXPECT_EQ(partition_numel(7, 1), 7);
+  EXPECT_EQ(shard_size(0, 4), 0);
+  EXPECT_EQ(shard_size(1, 4), 1);
+  EXPECT_EQ(shard_size(8, 4), 2);
+  EXPECT_EQ(shard_size(9, 4), 3);
+  EXPECT_EQ(shard_size(7, 1), 7);
   // Ψ = 10 over 4 ranks: each holds ceil(10/4) = 3 elements of each partitioned state.
   EXPECT_EQ(zt(10, 4, 1, false).device_bytes, 4 * 10 + 12 * 3);
   EXPECT_EQ(zt(10, 4, 2, false).device_bytes, 2 * 10 + 14 * 3);

@@ -8,7 +8,7 @@
 #include <cstring>
 #include <filesystem>
 
-#include "common/crc32.h"
+#include "core/crc32.h"
 #include "train/test_util.h"
 
 namespace zerotrain::train {

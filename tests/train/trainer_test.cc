@@ -10,7 +10,7 @@
 #include <numeric>
 #include <sstream>
 
-#include "comm/gloo_communicator.h"
+#include "comm/gloo/gloo_communicator.h"
 #include "comm/rank_threads.h"
 #include "train/data/corpus.h"
 #include "train/test_util.h"

@@ -13,8 +13,8 @@
 #include "comm/rank_threads.h"
 #include "engine/engine.h"
 #include "engine/engine_test_util.h"
-#include "kernels/reference.h"
-#include "tensor/half.h"
+#include "device/cpu/kernels/reference.h"
+#include "core/half.h"
 #include "zero/dtype_rounding.h"
 
 namespace zerotrain::zero {
@@ -26,16 +26,16 @@ using engine::testutil::parse;
 using engine::testutil::tokens;
 using testutil::rounded_through;
 
-uint16_t bits_of(tensor::DType wire, float x) {
-  return wire == tensor::DType::kBFloat16 ? tensor::fp32_to_bf16_bits(x)
-                                          : tensor::fp32_to_fp16_bits(x);
+uint16_t bits_of(DType wire, float x) {
+  return wire == DType::kBFloat16 ? fp32_to_bf16_bits(x)
+                                          : fp32_to_fp16_bits(x);
 }
 
 // 10,000 elements: two whole 4096-element blocks and a tail.
 TEST(GradWire, NarrowAndWidenInPlaceEqualTheScalarConversions) {
-  for (tensor::DType wire : {tensor::DType::kBFloat16, tensor::DType::kFloat16}) {
+  for (DType wire : {DType::kBFloat16, DType::kFloat16}) {
     const size_t n = 10000;
-    const std::vector<float> x = kernels::testing::random_floats(n, 5, 3.0f);
+    const std::vector<float> x = device::cpu::testing::random_floats(n, 5, 3.0f);
     std::vector<float> buf = x;
     std::span<std::byte> w = narrow_in_place(buf, 0.5f, wire);
     ASSERT_EQ(w.size(), 2 * n);
@@ -58,7 +58,7 @@ TEST(GradWire, NarrowAndWidenInPlaceEqualTheScalarConversions) {
   }
   // fp32: narrowing only scales.
   std::vector<float> f = {1.0f, -3.0f, 0.25f};
-  narrow_in_place(f, 2.0f, tensor::DType::kFloat32);
+  narrow_in_place(f, 2.0f, DType::kFloat32);
   EXPECT_EQ(f, (std::vector<float>{2.0f, -6.0f, 0.5f}));
 }
 
@@ -106,12 +106,12 @@ Step sgd_step(int stage, const std::string& keys, const std::string& zero = "") 
 TEST(GradWire, EveryStageReducesInTheWireTypeExactly) {
   struct Case {
     const char* keys;
-    tensor::DType wire;
+    DType wire;
   };
   const Case cases[] = {
-      {"", tensor::DType::kFloat32},  // an fp32 model's default
-      {R"("communication_data_type": "bf16",)", tensor::DType::kBFloat16},
-      {R"("communication_data_type": "fp16",)", tensor::DType::kFloat16},
+      {"", DType::kFloat32},  // an fp32 model's default
+      {R"("communication_data_type": "bf16",)", DType::kBFloat16},
+      {R"("communication_data_type": "fp16",)", DType::kFloat16},
   };
   for (int stage : {0, 1, 2, 3})
     for (const Case& k : cases) {
@@ -144,7 +144,7 @@ TEST(GradWire, AllreduceBucketsAndOverlapReduceInTheWireTypeToo) {
         Route{2, R"(, "overlap_comm": true)"}, Route{3, R"(, "overlap_comm": true)"}}) {
     const Step s = sgd_step(r.stage, bf16, r.zero);
     for (size_t i = 0; i < s.before.size(); ++i) {
-      const tensor::DType w = tensor::DType::kBFloat16;
+      const DType w = DType::kBFloat16;
       const float reduced = rounded_through(
           w, (rounded_through(w, s.local[0][i]) + rounded_through(w, s.local[1][i])) / 2);
       ASSERT_EQ(s.after[i], s.before[i] - reduced) << "stage " << r.stage << r.zero << " " << i;

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "zero/partition.h"
+#include "core/range.h"
 #include "zero/zero_job.h"
 
 namespace zerotrain::zero::testutil {

@@ -10,8 +10,8 @@
 #include <cstring>
 #include <vector>
 
-#include "kernels/reference.h"
-#include "tensor/half.h"
+#include "device/cpu/kernels/reference.h"
+#include "core/half.h"
 #include "zero/dtype_rounding.h"
 
 namespace zerotrain::zero {
@@ -19,7 +19,7 @@ namespace {
 
 using testutil::rounded_through;
 
-std::vector<float> write_add_read(tensor::DType d, const std::vector<float>& a,
+std::vector<float> write_add_read(DType d, const std::vector<float>& a,
                                   const std::vector<float>& b, size_t off, int threads) {
   const int before = omp_get_max_threads();
   omp_set_num_threads(threads);
@@ -35,17 +35,17 @@ std::vector<float> write_add_read(tensor::DType d, const std::vector<float>& a,
 
 TEST(PartitionArray, BlockedConversionsEqualTheScalarOnesWithAnyThreadCount) {
   const size_t n = 100003, off = 5;
-  const std::vector<float> a = kernels::testing::random_floats(n, 41, 4.0f);
-  const std::vector<float> b = kernels::testing::random_floats(n, 42, 0.01f);
-  for (tensor::DType d :
-       {tensor::DType::kBFloat16, tensor::DType::kFloat16, tensor::DType::kFloat32}) {
+  const std::vector<float> a = device::cpu::testing::random_floats(n, 41, 4.0f);
+  const std::vector<float> b = device::cpu::testing::random_floats(n, 42, 0.01f);
+  for (DType d :
+       {DType::kBFloat16, DType::kFloat16, DType::kFloat32}) {
     const std::vector<float> one = write_add_read(d, a, b, off, 1);
     const std::vector<float> two = write_add_read(d, a, b, off, 2);
     for (size_t i = 0; i < n; ++i) {
       ASSERT_EQ(one[i], rounded_through(d, rounded_through(d, a[i]) + b[i]))
-          << tensor::dtype_name(d) << " " << i;
+          << dtype_name(d) << " " << i;
       ASSERT_EQ(std::memcmp(&one[i], &two[i], sizeof(float)), 0)
-          << tensor::dtype_name(d) << " " << i;
+          << dtype_name(d) << " " << i;
     }
   }
 }

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "zero/partition.h"
+#include "core/range.h"
 #include "zero/sharded_strategy.h"
 #include "zero/zero_job.h"
 

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "zero/offload_checks.h"
-#include "zero/partition.h"
+#include "core/range.h"
 #include "zero/stage3_job.h"
 #include "zero/stage3_strategy.h"
 #include "zero/zero_job.h"

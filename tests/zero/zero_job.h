@@ -18,7 +18,7 @@
 #include "comm/rank_threads.h"
 #include "engine/engine.h"
 #include "engine/engine_test_util.h"
-#include "zero/partition.h"
+#include "core/range.h"
 #include "zero/sharded_strategy.h"
 #include "zero/stage3_strategy.h"
 

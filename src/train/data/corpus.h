@@ -17,7 +17,7 @@
 #include <memory>
 #include <string>
 
-#include "common/status.h"
+#include "core/status.h"
 #include "train/data/dataset.h"
 
 namespace zerotrain::train {

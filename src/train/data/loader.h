@@ -31,7 +31,7 @@
 #include <string_view>
 #include <vector>
 
-#include "common/status.h"
+#include "core/status.h"
 #include "train/data/dataset.h"
 
 namespace zerotrain::train {

@@ -10,8 +10,8 @@
 #include <cstring>
 #include <vector>
 
-#include "common/atomic_file.h"
-#include "common/crc32.h"
+#include "core/atomic_file.h"
+#include "core/crc32.h"
 
 namespace zerotrain::train {
 namespace {

@@ -19,7 +19,7 @@
 #include <span>
 #include <string>
 
-#include "common/status.h"
+#include "core/status.h"
 
 namespace zerotrain::train {
 

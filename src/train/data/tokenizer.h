@@ -17,7 +17,7 @@
 #include <string_view>
 #include <vector>
 
-#include "common/status.h"
+#include "core/status.h"
 
 namespace zerotrain::train {
 

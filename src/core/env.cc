@@ -1,0 +1,86 @@
+// Environment registry: names, meanings, and typed reads.
+#include "core/env.h"
+
+#include <cerrno>
+#include <cstdlib>
+#include <string>
+
+namespace zerotrain::env {
+namespace {
+
+constexpr Var kRegistry[] = {
+    {"RANK", "global rank of this worker, set by `zerotrain run`"},
+    {"LOCAL_RANK", "rank of this worker on its host"},
+    {"WORLD_SIZE", "number of workers in the job"},
+    {"LOCAL_WORLD_SIZE", "number of workers on this host"},
+    {"MASTER_ADDR", "address of rank 0's rendezvous store"},
+    {"MASTER_PORT", "port of rank 0's rendezvous store"},
+    {"ZEROTRAIN_JOB_SECRET", "secret every store client must present (set by the launcher)"},
+    {"ZEROTRAIN_COMM_TIMEOUT", "seconds a collective or store wait may take before failing (default 30)"},
+    {"ZEROTRAIN_NODE_RANK", "index of this host among the job's hosts"},
+    {"ZEROTRAIN_LOG_LEVEL", "debug, info (default), warn or error"},
+    {"CUDA_VISIBLE_DEVICES", "devices this process may use; the launcher sets it per worker"},
+    {"OMP_NUM_THREADS", "compute threads per worker"},
+    {"HOME", "where `zerotrain run` looks for .deepspeed_env"},
+    {"DS_ENV_FILE", "name of the KEY=VALUE file exported to remote workers (default .deepspeed_env)"},
+    {"ZEROTRAIN_FAULT_KILL_IN_SAVE",
+     "tests only: shards, manifest or rename makes rank 0 SIGKILL itself after that phase of a "
+     "checkpoint save"},
+};
+
+bool is_registered(std::string_view name) {
+  for (const Var& v : kRegistry)
+    if (name == v.name) return true;
+  return false;
+}
+
+}  // namespace
+
+std::span<const Var> registry() { return kRegistry; }
+
+std::optional<std::string> get(std::string_view name) {
+  ZT_CHECK(is_registered(name), "environment variable ", name,
+           " is not in the registry (src/common/env.cc)");
+  const char* value = std::getenv(std::string(name).c_str());
+  if (value == nullptr) return std::nullopt;
+  return std::string(value);
+}
+
+StatusOr<int64_t> get_int(std::string_view name, int64_t fallback) {
+  std::optional<std::string> text = get(name);
+  if (!text) return fallback;
+  errno = 0;
+  char* end = nullptr;
+  long long parsed = std::strtoll(text->c_str(), &end, 10);
+  if (text->empty() || *end != '\0' || errno != 0)
+    return invalid_argument("environment variable " + std::string(name) + "='" +
+                            *text + "' is not an integer");
+  return static_cast<int64_t>(parsed);
+}
+
+StatusOr<double> get_double(std::string_view name, double fallback) {
+  std::optional<std::string> text = get(name);
+  if (!text) return fallback;
+  errno = 0;
+  char* end = nullptr;
+  double parsed = std::strtod(text->c_str(), &end);
+  if (text->empty() || *end != '\0' || errno != 0)
+    return invalid_argument("environment variable " + std::string(name) + "='" +
+                            *text + "' is not a number");
+  return parsed;
+}
+
+std::string describe() {
+  std::string out;
+  for (const Var& v : kRegistry) {
+    const char* value = std::getenv(v.name);
+    if (value == nullptr) continue;
+    if (!out.empty()) out += ' ';
+    out += v.name;
+    out += '=';
+    out += std::string_view(v.name) == "ZEROTRAIN_JOB_SECRET" ? "<set>" : value;
+  }
+  return out;
+}
+
+}  // namespace zerotrain::env

@@ -1,0 +1,127 @@
+// AlignedBuffer<T>: a move-only, 64-byte aligned, zero-initialised heap array
+// of a trivially copyable T (float, Half, BFloat16, bytes). 64 bytes is one
+// cache line and one AVX-512 register, so SIMD loads of element 0 are aligned
+// and two buffers never share a line (no false sharing across threads).
+// Buffers of kMappedBytes or more are anonymous mappings of their own
+// (zero pages, faulted in on first touch) and go back to the kernel when
+// released: the transient buffers ZeRO allocates per step (the boundary's
+// fp32 gradient view) then never strand heap memory in malloc's arenas,
+// which glibc's adaptive mmap threshold would otherwise do after the first
+// free, growing the RSS step after step.
+//
+//   AlignedBuffer<float> master(n);                    // aborts on OOM
+//   ZT_ASSIGN_OR_RETURN(auto big, AlignedBuffer<float>::allocate(n));
+//   std::span<float> s = master.span();
+//
+// Thread-safety: like std::vector; distinct buffers are independent.
+#pragma once
+
+#include <sys/mman.h>
+
+#include <cstddef>
+#include <cstring>
+#include <new>
+#include <span>
+#include <string>
+#include <type_traits>
+#include <utility>
+
+#include "core/status.h"
+
+namespace zerotrain::device::cpu {
+
+inline constexpr size_t kBufferAlignment = 64;
+#if defined(__SANITIZE_ADDRESS__)
+// AddressSanitizer guards heap blocks only: keep every buffer on the heap.
+inline constexpr size_t kMappedBytes = ~size_t{0};
+#else
+inline constexpr size_t kMappedBytes = size_t{1} << 20;
+#endif
+
+template <typename T>
+class AlignedBuffer {
+  static_assert(std::is_trivially_copyable_v<T>, "AlignedBuffer holds plain data");
+
+ public:
+  AlignedBuffer() = default;
+  // n zeroed elements; aborts with a message if the allocation fails.
+  explicit AlignedBuffer(size_t n) {
+    ZT_CHECK(reserve_zeroed(n), "out of memory allocating ", n * sizeof(T), " bytes");
+  }
+  // n zeroed elements, or an Internal status naming the byte count.
+  static StatusOr<AlignedBuffer> allocate(size_t n) {
+    AlignedBuffer buffer;
+    if (!buffer.reserve_zeroed(n)) {
+      return internal_error("out of memory allocating " + std::to_string(n * sizeof(T)) +
+                            " bytes (AlignedBuffer)");
+    }
+    return buffer;
+  }
+
+  AlignedBuffer(AlignedBuffer&& other) noexcept
+      : data_(std::exchange(other.data_, nullptr)), size_(std::exchange(other.size_, 0)) {}
+  AlignedBuffer& operator=(AlignedBuffer&& other) noexcept {
+    if (this != &other) {
+      release();
+      data_ = std::exchange(other.data_, nullptr);
+      size_ = std::exchange(other.size_, 0);
+    }
+    return *this;
+  }
+  AlignedBuffer(const AlignedBuffer&) = delete;
+  AlignedBuffer& operator=(const AlignedBuffer&) = delete;
+  ~AlignedBuffer() { release(); }
+
+  T* data() { return data_; }
+  const T* data() const { return data_; }
+  size_t size() const { return size_; }
+  size_t size_bytes() const { return size_ * sizeof(T); }
+  bool empty() const { return size_ == 0; }
+  T& operator[](size_t i) { return data_[i]; }
+  const T& operator[](size_t i) const { return data_[i]; }
+  T* begin() { return data_; }
+  T* end() { return data_ + size_; }
+  const T* begin() const { return data_; }
+  const T* end() const { return data_ + size_; }
+  std::span<T> span() { return {data_, size_}; }
+  std::span<const T> span() const { return {data_, size_}; }
+
+ private:
+  bool reserve_zeroed(size_t n) {
+    if (n == 0) return true;
+    if (n > (~size_t{0} - kBufferAlignment) / sizeof(T)) return false;
+    // Round up so the last line is ours too (SIMD tails may touch it).
+    const size_t bytes = rounded_bytes(n);
+    void* p = nullptr;
+    if (bytes >= kMappedBytes) {
+      p = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+      if (p == MAP_FAILED) return false;  // zero pages already
+    } else {
+      p = ::operator new (bytes, std::align_val_t{kBufferAlignment}, std::nothrow);
+      if (p == nullptr) return false;
+      std::memset(p, 0, bytes);
+    }
+    data_ = static_cast<T*>(p);
+    size_ = n;
+    return true;
+  }
+  static size_t rounded_bytes(size_t n) {
+    return (n * sizeof(T) + kBufferAlignment - 1) / kBufferAlignment * kBufferAlignment;
+  }
+  void release() {
+    if (data_ != nullptr) {
+      const size_t bytes = rounded_bytes(size_);
+      if (bytes >= kMappedBytes)
+        ::munmap(data_, bytes);
+      else
+        ::operator delete (data_, std::align_val_t{kBufferAlignment});
+    }
+    data_ = nullptr;
+    size_ = 0;
+  }
+
+  T* data_ = nullptr;  // [size_], 64-byte aligned
+  size_t size_ = 0;
+};
+
+}  // namespace zerotrain::device::cpu
