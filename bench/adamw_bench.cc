@@ -82,7 +82,7 @@ void BM_AdamWStep(benchmark::State& state) {
   std::memset(v.data(), 0, kN * sizeof(float));
   std::memset(static_cast<void*>(p16.data()), 0, kN * sizeof(zerotrain::BFloat16));
   auto adam = zo::Adam::create({.lr = 1e-3, .weight_decay = 0.01});
-  const zerotrain::TensorView copy_view = copy ? zerotrain::make_view(p16.span()) : zerotrain::TensorView{};
+  const zerotrain::Tensor copy_view = copy ? zerotrain::make_view(p16.span()) : zerotrain::Tensor{};
   const auto t0 = std::chrono::steady_clock::now();
   for (auto _ : state) {
     const auto s = adam->step({p.span(), g.span(), m.span(), v.span()}, copy_view);

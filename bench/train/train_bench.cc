@@ -10,8 +10,8 @@
 
 #include "config/config.h"
 #include "engine/engine.h"
-#include "model/gpt_config.h"
-#include "model/gpt_model.h"
+#include "model/gpt2/config.h"
+#include "model/gpt2/gpt_model.h"
 
 namespace zerotrain::bench {
 namespace {
@@ -61,7 +61,7 @@ TrainCase with_default_shape(TrainCase c, int world_size) {
   const int64_t global = tiny ? 8 : small ? 2 : 1;
   if (c.B <= 0) c.B = std::max<int64_t>(1, global / std::max(1, world_size));
   if (c.T <= 0) {
-    const auto cfg = model::preset(c.model);
+    const auto cfg = model::gpt2::preset(c.model);
     c.T = tiny ? 128 : small ? 256 : cfg.ok() ? cfg->seq_len : 0;
   }
   return c;
@@ -85,7 +85,7 @@ StatusOr<TrainResult> run_train_case(const TrainCase& in, comm::Communicator* co
   r.c = with_default_shape(in, comm->world_size());
   const TrainCase& c = r.c;
   if (c.steps < 1) return invalid_argument("--steps: must be >= 1, got " + std::to_string(c.steps));
-  ZT_ASSIGN_OR_RETURN(model::GptConfig gpt, model::preset(c.model));
+  ZT_ASSIGN_OR_RETURN(model::gpt2::GptConfig gpt, model::gpt2::preset(c.model));
   if (c.T < 1 || c.T > gpt.seq_len)
     return invalid_argument("--seq: " + std::to_string(c.T) + " is outside [1, " +
                             std::to_string(gpt.seq_len) + "], " + c.model + "'s block size");
@@ -94,13 +94,13 @@ StatusOr<TrainResult> run_train_case(const TrainCase& in, comm::Communicator* co
   args.hidden_size = gpt.n_embd;
   ZT_ASSIGN_OR_RETURN(config::Config cfg, config::parse_config(train_ds_config(c), args));
   ZT_ASSIGN_OR_RETURN(
-      model::GptModel m,
-      model::GptModel::create(gpt, {.max_batch = c.B, .max_seq = c.T, .bf16_compute = c.bf16}));
+      model::gpt2::GptModel m,
+      model::gpt2::GptModel::create(gpt, {.max_batch = c.B, .max_seq = c.T, .bf16_compute = c.bf16}));
   m.init_parameters(c.seed);
   ZT_ASSIGN_OR_RETURN(std::unique_ptr<engine::Engine> e, engine::Engine::create(cfg, &m, comm));
-  r.params = model::parameter_count(gpt);
+  r.params = model::gpt2::parameter_count(gpt);
   r.numel = e->memory().numel;
-  r.flops_per_token = model::flops_per_token(gpt, c.T);
+  r.flops_per_token = model::gpt2::flops_per_token(gpt, c.T);
   r.ranks = comm->world_size();
   r.threads = omp_get_max_threads();
 

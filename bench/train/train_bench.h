@@ -1,5 +1,5 @@
 // The training-step benchmark: builds the real training path (typed
-// ds_config, model::GptModel, engine::Engine over a Communicator) for one
+// ds_config, model::gpt2::GptModel, engine::Engine over a Communicator) for one
 // case (model preset, fp32 or bf16, micro-batch B, sequence length T),
 // runs warm-up optimizer steps, then times each of `steps` optimizer steps
 // by the wall clock (the slowest rank's time, so tokens/s is global) and
@@ -26,7 +26,7 @@
 namespace zerotrain::bench {
 
 struct TrainCase {
-  std::string model = "gpt2-tiny";  // a model::preset name
+  std::string model = "gpt2-tiny";  // a model::gpt2::preset name
   bool bf16 = false;                // bf16 mixed precision (else fp32)
   int64_t B = 0, T = 0;             // micro-batch per rank, sequence length; 0: default
   int warmup = 2;                   // untimed optimizer steps first
@@ -41,9 +41,9 @@ struct PhaseSeconds {
 
 struct TrainResult {
   TrainCase c;
-  int64_t params = 0;                // model::parameter_count (the N of 6N)
+  int64_t params = 0;                // model::gpt2::parameter_count (the N of 6N)
   int64_t numel = 0;                 // elements of the flat buffer the optimizer steps
-  int64_t flops_per_token = 0;       // model::flops_per_token(cfg, T)
+  int64_t flops_per_token = 0;       // model::gpt2::flops_per_token(cfg, T)
   int ranks = 1, threads = 1;        // world size, OpenMP threads per rank
   std::vector<double> step_seconds;  // one per timed step, slowest rank
   PhaseSeconds phases;               // rank 0's

@@ -15,8 +15,8 @@
 
 #include "config/config.h"
 #include "engine/engine.h"
-#include "model/gpt_config.h"
-#include "model/gpt_model.h"
+#include "model/gpt2/config.h"
+#include "model/gpt2/gpt_model.h"
 #include "bench_comms.h"
 
 namespace zerotrain::bench {
@@ -53,20 +53,20 @@ StatusOr<double> slowest(Clock::time_point t0, comm::Communicator* comm,
 
 // The engine keeps a pointer to the model: both on the heap.
 struct Job {
-  std::unique_ptr<model::GptModel> model;
+  std::unique_ptr<model::gpt2::GptModel> model;
   std::unique_ptr<engine::Engine> engine;
 };
 
-StatusOr<Job> make_job(const ZeroCase& c, const model::GptConfig& gpt, comm::Communicator* comm) {
+StatusOr<Job> make_job(const ZeroCase& c, const model::gpt2::GptConfig& gpt, comm::Communicator* comm) {
   config::TrainerArgs args;
   args.world_size = comm->world_size();
   args.hidden_size = gpt.n_embd;
   ZT_ASSIGN_OR_RETURN(config::Config cfg, config::parse_config(zero_ds_config(c), args));
   ZT_ASSIGN_OR_RETURN(
-      model::GptModel m,
-      model::GptModel::create(gpt, {.max_batch = c.B, .max_seq = c.T, .bf16_compute = c.bf16}));
+      model::gpt2::GptModel m,
+      model::gpt2::GptModel::create(gpt, {.max_batch = c.B, .max_seq = c.T, .bf16_compute = c.bf16}));
   m.init_parameters(c.seed);
-  Job j{std::make_unique<model::GptModel>(std::move(m)), nullptr};
+  Job j{std::make_unique<model::gpt2::GptModel>(std::move(m)), nullptr};
   ZT_ASSIGN_OR_RETURN(j.engine, engine::Engine::create(cfg, j.model.get(), comm));
   return j;
 }
@@ -91,7 +91,7 @@ StatusOr<float> one_step(engine::Engine& e, std::mt19937_64& rng, const ZeroCase
 
 // The real job over `rec` (which records the first timed step's
 // collectives into *ops); fills step times, memory, bytes, losses.
-Status run_real(const ZeroCase& c, const model::GptConfig& gpt, comm::Communicator* gloo,
+Status run_real(const ZeroCase& c, const model::gpt2::GptConfig& gpt, comm::Communicator* gloo,
                 RecordingCommunicator* rec, std::vector<RecordedOp>* ops, ZeroResult* r) {
   ZT_ASSIGN_OR_RETURN(Job j, make_job(c, gpt, rec));
   std::mt19937_64 rng(c.seed + static_cast<uint64_t>(gloo->rank()));
@@ -133,7 +133,7 @@ Status run_real(const ZeroCase& c, const model::GptConfig& gpt, comm::Communicat
 }
 
 // The same steps with every collective a no-op: compute alone.
-Status run_compute_alone(const ZeroCase& c, const model::GptConfig& gpt,
+Status run_compute_alone(const ZeroCase& c, const model::gpt2::GptConfig& gpt,
                          comm::Communicator* gloo, ZeroResult* r) {
   NullCommunicator null(gloo->rank(), gloo->world_size());
   ZT_ASSIGN_OR_RETURN(Job j, make_job(c, gpt, &null));
@@ -207,7 +207,7 @@ StatusOr<ZeroResult> run_zero_case(const ZeroCase& c, comm::Communicator* gloo) 
   if (c.steps < 1) return invalid_argument("--steps: must be >= 1, got " + std::to_string(c.steps));
   if (c.stage == 0 && c.offload)
     return invalid_argument("--offload: stage 0 has no optimizer partition to offload");
-  ZT_ASSIGN_OR_RETURN(model::GptConfig gpt, model::preset(c.model));
+  ZT_ASSIGN_OR_RETURN(model::gpt2::GptConfig gpt, model::gpt2::preset(c.model));
   ZeroResult r;
   r.c = c;
   r.ranks = gloo->world_size();

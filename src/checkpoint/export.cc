@@ -1,33 +1,34 @@
-// export_safetensors: CheckpointReader ("master") -> write_hf_gpt2.
+// export_safetensors: CheckpointReader ("master") -> write_hf_gpt2, the
+// layout rebuilt from the manifest's family and config (model/registry.h).
 #include "checkpoint/export.h"
 
 #include <map>
 
 #include "checkpoint/checkpoint_reader.h"
-#include "checkpoint/hf_gpt2.h"
+#include "checkpoint/hf/gpt2.h"
 #include "model/param_layout.h"
+#include "model/registry.h"
 
 namespace zerotrain::checkpoint {
 
-Status export_safetensors(const std::string& tag_dir, const std::string& out_path,
-                          DType dtype) {
+Status export_safetensors(const std::string& tag_dir, const std::string& out_path, DType dtype) {
   ZT_ASSIGN_OR_RETURN(CheckpointReader reader, CheckpointReader::open(tag_dir));
   const Manifest& m = reader.manifest();
-  ZT_RETURN_IF_ERROR(model::validate(m.model).with_context("checkpoint " + tag_dir));
-  const model::ParamLayout layout(m.model);
-  if (layout_entries(layout) != m.layout)
-    return corruption("checkpoint " + tag_dir + ": its parameter layout does not follow its model");
-  const std::map<std::string, std::string> metadata{
-      {"format", "pt"},
-      {"zerotrain_tag", m.tag},
-      {"zerotrain_global_steps", std::to_string(m.global_steps)},
-      {"n_layer", std::to_string(m.model.n_layer)},
-      {"n_head", std::to_string(m.model.n_head)},
-      {"n_embd", std::to_string(m.model.n_embd)},
-      {"n_positions", std::to_string(m.model.seq_len)},
-      {"vocab_size", std::to_string(m.model.vocab_size)}};
+  const std::string where = "checkpoint " + tag_dir;
+  StatusOr<const model::ModelFamily*> family = model::find_family(m.family);
+  if (!family.ok()) return family.status().with_context(where);
+  StatusOr<model::ParamLayout> layout = (*family)->layout(m.model_config);
+  if (!layout.ok()) return layout.status().with_context(where);
+  if (layout_entries(*layout) != m.layout)
+    return corruption(where + ": its parameter layout does not follow its model");
+  std::map<std::string, std::string> metadata{{"format", "pt"}, {"zerotrain_tag", m.tag}};
+  const nlohmann::json& counters = m.engine_state.value("counters", nlohmann::json::object());
+  metadata["zerotrain_global_steps"] = std::to_string(counters.value("global_steps", int64_t{0}));
+  for (const auto& [key, value] : m.model_config.items())
+    if (value.is_number_integer() || value.is_string())
+      metadata[key] = value.is_string() ? value.get<std::string>() : value.dump();
   return write_hf_gpt2(
-      out_path, layout, dtype,
+      out_path, *layout, dtype,
       [&](int64_t offset, int64_t count, float* out) {
         return reader.read("master", offset, count, out);
       },

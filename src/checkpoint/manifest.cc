@@ -38,6 +38,26 @@ json ranges_json(const std::vector<Range>& ranges) {
   return a;
 }
 
+// Version 1 (GPT-2 only) held the model's dimensions and the engine's
+// state as top-level objects: the same facts in version 2's form.
+void read_v1_model_and_engine(const json& j, Manifest* m) {
+  const json& mo = j.at("model");
+  m->family = "gpt2";
+  m->model_config = {{"model_type", "gpt2"},
+                     {"n_layer", mo.at("n_layer").get<int64_t>()},
+                     {"n_head", mo.at("n_head").get<int64_t>()},
+                     {"n_embd", mo.at("n_embd").get<int64_t>()},
+                     {"n_positions", mo.at("seq_len").get<int64_t>()},
+                     {"n_ctx", mo.at("seq_len").get<int64_t>()},
+                     {"vocab_size", mo.at("vocab_size").get<int64_t>()},
+                     {"padded_vocab_size", mo.at("padded_vocab").get<int64_t>()}};
+  m->state_names = j.at("optimizer").at("state_names").get<std::vector<std::string>>();
+  m->engine_state = {{"optimizer", j.at("optimizer")},
+                     {"scheduler", j.at("scheduler")},
+                     {"loss_scaler", j.at("loss_scaler")},
+                     {"counters", j.at("engine")}};
+}
+
 }  // namespace
 
 std::vector<LayoutEntry> layout_entries(const model::ParamLayout& layout) {
@@ -49,33 +69,18 @@ std::vector<LayoutEntry> layout_entries(const model::ParamLayout& layout) {
 std::string manifest_to_json(const Manifest& m) {
   json j;
   j["format"] = kFormatName;
-  j["format_version"] = m.format_version;
+  j["format_version"] = kFormatVersion;
   j["tag"] = m.tag;
   j["world_size"] = m.world_size;
   j["zero_stage"] = m.stage;
   j["precision"] = m.precision;
   j["numel"] = m.numel;
-  j["model"] = {{"n_layer", m.model.n_layer},       {"n_head", m.model.n_head},
-                {"n_embd", m.model.n_embd},         {"seq_len", m.model.seq_len},
-                {"vocab_size", m.model.vocab_size}, {"padded_vocab", m.model.padded_vocab}};
+  j["model"] = {{"family", m.family}, {"config", m.model_config}};
   json layout = json::array();
   for (const LayoutEntry& e : m.layout) layout.push_back({e.name, e.offset, e.numel});
   j["param_layout"] = layout;
-  j["optimizer"] = {{"name", m.optimizer},
-                    {"state_names", m.state_names},
-                    {"step_count", m.optimizer_step_count},
-                    {"lr", m.lr}};
-  j["scheduler"] = m.scheduler_type.empty()
-                       ? json(nullptr)
-                       : json{{"type", m.scheduler_type},
-                              {"last_batch_iteration", m.scheduler_last_batch_iteration}};
-  j["loss_scaler"] = {{"cur_scale", m.loss_scaler.cur_scale},
-                      {"cur_iter", m.loss_scaler.cur_iter},
-                      {"last_overflow_iter", m.loss_scaler.last_overflow_iter},
-                      {"cur_hysteresis", m.loss_scaler.cur_hysteresis}};
-  j["engine"] = {{"global_steps", m.global_steps},
-                 {"skipped_steps", m.skipped_steps},
-                 {"micro_steps", m.micro_steps}};
+  j["state_names"] = m.state_names;
+  j["engine_state"] = m.engine_state;
   j["client_state"] = m.client_state;
   json shards = json::array();
   for (const ShardEntry& s : m.shards) {
@@ -105,40 +110,26 @@ StatusOr<Manifest> manifest_from_json(const std::string& text, const std::string
   Manifest m;
   try {
     m.format_version = j.at("format_version").get<int>();
-    if (m.format_version != kFormatVersion) {
+    if (m.format_version != 1 && m.format_version != kFormatVersion) {
       return invalid_argument(where + "format version " + std::to_string(m.format_version) +
-                              ", this build reads version " + std::to_string(kFormatVersion));
+                              ", this build reads versions 1 and " +
+                              std::to_string(kFormatVersion));
     }
     m.tag = j.at("tag").get<std::string>();
     m.world_size = j.at("world_size").get<int>();
     m.stage = j.at("zero_stage").get<int>();
     m.precision = j.at("precision").get<std::string>();
     m.numel = j.at("numel").get<int64_t>();
-    const json& mo = j.at("model");
-    m.model = {.n_layer = mo.at("n_layer"),
-               .n_head = mo.at("n_head"),
-               .n_embd = mo.at("n_embd"),
-               .seq_len = mo.at("seq_len"),
-               .vocab_size = mo.at("vocab_size"),
-               .padded_vocab = mo.at("padded_vocab")};
     for (const json& e : j.at("param_layout"))
       m.layout.push_back({e.at(0).get<std::string>(), e.at(1).get<int64_t>(), e.at(2).get<int64_t>()});
-    const json& o = j.at("optimizer");
-    m.optimizer = o.at("name").get<std::string>();
-    m.state_names = o.at("state_names").get<std::vector<std::string>>();
-    m.optimizer_step_count = o.at("step_count").get<int64_t>();
-    m.lr = o.at("lr").get<double>();
-    if (!j.at("scheduler").is_null()) {
-      m.scheduler_type = j["scheduler"].at("type").get<std::string>();
-      m.scheduler_last_batch_iteration = j["scheduler"].at("last_batch_iteration").get<int64_t>();
+    if (m.format_version == 1) {
+      read_v1_model_and_engine(j, &m);
+    } else {
+      m.family = j.at("model").at("family").get<std::string>();
+      m.model_config = j.at("model").at("config");
+      m.state_names = j.at("state_names").get<std::vector<std::string>>();
+      m.engine_state = j.at("engine_state");
     }
-    const json& ls = j.at("loss_scaler");
-    m.loss_scaler = {ls.at("cur_scale").get<double>(), ls.at("cur_iter").get<int64_t>(),
-                     ls.at("last_overflow_iter").get<int64_t>(), ls.at("cur_hysteresis").get<int>()};
-    const json& en = j.at("engine");
-    m.global_steps = en.at("global_steps").get<int64_t>();
-    m.skipped_steps = en.at("skipped_steps").get<int64_t>();
-    m.micro_steps = en.at("micro_steps").get<int64_t>();
     m.client_state = j.at("client_state");
     for (const json& s : j.at("shards")) {
       ShardEntry e{.rank = s.at("rank").get<int>(),

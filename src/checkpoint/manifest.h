@@ -1,11 +1,15 @@
 // Manifest: what a checkpoint DIR/TAG holds, written by rank 0 after every
 // rank's shard is on disk (manifest.json, atomically). It names the format
-// version, the world size and stage that wrote it, the model and its flat
-// parameter layout, the optimizer / scheduler / loss-scaler / engine
-// counters, the trainer's client state (data-loader position, seed), and
-// for every shard file its size, header checksum and the flat ranges of Ψ
-// it holds, so any world size and stage can re-partition from it. The JSON
-// carries a CRC-32 of its own canonical text: a flipped byte is refused.
+// version, the world size and stage that wrote it, the model's family and
+// config JSON and its flat parameter layout, the names of the shard
+// tensors, the engine's state as the engine's own JSON (optimizer,
+// scheduler, loss scaler, counters), the trainer's client state
+// (data-loader position, seed), and for every shard file its size, header
+// checksum and the flat ranges of Ψ it holds, so any world size and stage
+// can re-partition from it. The JSON carries a CRC-32 of its own canonical
+// text: a flipped byte is refused. Version 2 is written; version 1 (GPT-2
+// only: its dimensions and the engine state as top-level objects) is read
+// into the same struct.
 //
 //   ZT_ASSIGN_OR_RETURN(Manifest m, read_manifest(dir + "/" + tag));
 //   for (const ShardEntry& s : m.shards) ...
@@ -20,14 +24,12 @@
 #include <nlohmann/json.hpp>
 
 #include "core/status.h"
-#include "model/gpt_config.h"
-#include "model/param_layout.h"
-#include "optim/loss_scaler.h"
 #include "core/range.h"
+#include "model/param_layout.h"
 
 namespace zerotrain::checkpoint {
 
-inline constexpr int kFormatVersion = 1;
+inline constexpr int kFormatVersion = 2;  // written; 1 and 2 are read
 inline constexpr const char* kManifestName = "manifest.json";
 inline constexpr const char* kLatestName = "latest";
 
@@ -47,25 +49,19 @@ struct ShardEntry {
 };
 
 struct Manifest {
-  int format_version = kFormatVersion;
+  int format_version = kFormatVersion;  // as read (1 or 2); always written as 2
   std::string tag;
   int world_size = 1;
   int stage = 0;
   std::string precision;  // "fp32", "bf16", "fp16" (master weights are fp32 always)
   int64_t numel = 0;      // Ψ: the flat buffer, alignment gaps included
-  model::GptConfig model;
+  std::string family;     // the model family (model/registry.h): "gpt2"
+  nlohmann::json model_config = nlohmann::json::object();  // its config (HF config.json form)
   std::vector<LayoutEntry> layout;
-  // Optimizer.
-  std::string optimizer;                 // "adamw", "adam", "sgd"
   std::vector<std::string> state_names;  // per-element fp32 states, shard tensors after "master"
-  int64_t optimizer_step_count = 0;
-  double lr = 0;
-  // Scheduler: absent ("" type) for a constant lr.
-  std::string scheduler_type;
-  int64_t scheduler_last_batch_iteration = -1;
-  optim::LossScalerState loss_scaler;
-  // Engine counters.
-  int64_t global_steps = 0, skipped_steps = 0, micro_steps = 0;
+  // The engine's state as it writes it: {"optimizer", "scheduler",
+  // "loss_scaler", "counters"} (engine/engine_state.h reads it).
+  nlohmann::json engine_state = nlohmann::json::object();
   nlohmann::json client_state = nlohmann::json::object();
   std::vector<ShardEntry> shards;
   // Files written besides the shards (consolidated 16-bit weights).

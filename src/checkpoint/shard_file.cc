@@ -16,6 +16,7 @@
 #include "core/atomic_file.h"
 #include "core/crc32.h"
 #include "core/file_read.h"
+#include "device/device.h"
 
 namespace zerotrain::checkpoint {
 namespace {
@@ -36,12 +37,31 @@ uint32_t get_u32(const unsigned char* p) {
 
 int64_t align_up(int64_t n) { return (n + kDataAlign - 1) / kDataAlign * kDataAlign; }
 
-std::vector<uint32_t> chunk_crcs(std::span<const float> v) {
-  std::vector<uint32_t> out;
-  for (int64_t at = 0; at < static_cast<int64_t>(v.size()); at += kChunkElements) {
-    const int64_t n = std::min<int64_t>(kChunkElements, static_cast<int64_t>(v.size()) - at);
-    out.push_back(crc32(v.data() + at, static_cast<size_t>(n) * sizeof(float)));
+// fn(host values, n) over v in chunks of kChunkElements: host memory as
+// it is, a device's copied to the host a chunk at a time.
+template <typename Fn>
+Status for_each_chunk(const ConstTensor& v, Fn&& fn) {
+  std::vector<float> host;
+  for (size_t at = 0; at < v.numel; at += static_cast<size_t>(kChunkElements)) {
+    const size_t n = std::min(static_cast<size_t>(kChunkElements), v.numel - at);
+    const ConstTensor chunk = v.slice(at, n);
+    if (chunk.on_host()) {
+      ZT_RETURN_IF_ERROR(fn(chunk.ptr<float>(), n));
+      continue;
+    }
+    host.resize(n);
+    ZT_RETURN_IF_ERROR(device::copy_to_host(chunk, host.data()));
+    ZT_RETURN_IF_ERROR(fn(host.data(), n));
   }
+  return ok_status();
+}
+
+StatusOr<std::vector<uint32_t>> chunk_crcs(const ConstTensor& v) {
+  std::vector<uint32_t> out;
+  ZT_RETURN_IF_ERROR(for_each_chunk(v, [&](const float* p, size_t n) {
+    out.push_back(crc32(p, n * sizeof(float)));
+    return ok_status();
+  }));
   return out;
 }
 
@@ -95,15 +115,17 @@ StatusOr<WrittenShard> write_shard(const std::string& path, int rank,
   header["tensors"] = json::array();
   int64_t data_bytes = 0;
   for (const NamedValues& t : tensors) {
-    if (static_cast<int64_t>(t.values.size()) != owned) {
+    if (static_cast<int64_t>(t.values.numel) != owned || t.values.dtype != DType::kFloat32) {
       return internal_error("shard tensor " + t.name + " holds " +
-                            std::to_string(t.values.size()) + " values, its ranges " +
-                            std::to_string(owned));
+                            std::to_string(t.values.numel) + " " +
+                            std::string(dtype_name(t.values.dtype)) + " values, its ranges " +
+                            std::to_string(owned) + " fp32");
     }
+    ZT_ASSIGN_OR_RETURN(std::vector<uint32_t> crcs, chunk_crcs(t.values));
     header["tensors"].push_back({{"name", t.name},
                                  {"numel", owned},
                                  {"offset", data_bytes},
-                                 {"chunk_crc32", chunk_crcs(t.values)}});
+                                 {"chunk_crc32", std::move(crcs)}});
     data_bytes += owned * static_cast<int64_t>(sizeof(float));
   }
   const std::string text = header.dump();
@@ -117,7 +139,8 @@ StatusOr<WrittenShard> write_shard(const std::string& path, int rank,
   ZT_ASSIGN_OR_RETURN(AtomicFile f, AtomicFile::create(path));
   ZT_RETURN_IF_ERROR(f.write(head.data(), head.size()));
   for (const NamedValues& t : tensors)
-    ZT_RETURN_IF_ERROR(f.write(t.values.data(), t.values.size() * sizeof(float)));
+    ZT_RETURN_IF_ERROR(
+        for_each_chunk(t.values, [&](const float* p, size_t n) { return f.write(p, n * sizeof(float)); }));
   const int64_t bytes = f.size();
   ZT_RETURN_IF_ERROR(f.commit());
   return WrittenShard{bytes, crc32(head.data(), head.size())};

@@ -28,6 +28,7 @@
 #include "checkpoint/manifest.h"
 #include "core/status.h"
 #include "core/range.h"
+#include "core/tensor.h"
 
 namespace zerotrain::checkpoint {
 
@@ -35,7 +36,7 @@ inline constexpr int64_t kChunkElements = 1 << 18;  // 1 MiB of fp32
 
 struct NamedValues {
   std::string name;
-  std::span<const float> values;  // sum of the ranges' counts
+  ConstTensor values;  // fp32, sum of the ranges' counts; device or host memory
 };
 
 struct WrittenShard {

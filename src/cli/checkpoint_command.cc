@@ -11,6 +11,7 @@
 #include "checkpoint/export.h"
 #include "checkpoint/manifest.h"
 #include "cli/commands.h"
+#include "engine/engine_state.h"
 
 namespace zerotrain::cli {
 namespace {
@@ -54,14 +55,16 @@ int run_show(const CheckpointFlags& f) {
   if (!r.ok()) return fail(r.status());
   if (Status s = r->check_shards(); !s.ok()) return fail(s);
   const checkpoint::Manifest& m = r->manifest();
-  std::cout << *tag_dir << ": tag " << m.tag << ", global step " << m.global_steps << " ("
-            << m.skipped_steps << " skipped), written by " << m.world_size << " rank(s) at ZeRO stage "
-            << m.stage << ", " << m.precision << "\n  model: " << m.model.n_layer << " layers x "
-            << m.model.n_embd << ", " << m.model.n_head << " heads, vocab " << m.model.vocab_size
-            << ", seq " << m.model.seq_len << "; " << m.numel << " elements\n  optimizer "
-            << m.optimizer << " (step " << m.optimizer_step_count << ", lr " << m.lr << ")"
-            << (m.scheduler_type.empty() ? "" : ", scheduler " + m.scheduler_type)
-            << ", loss scale " << m.loss_scaler.cur_scale << "\n  " << m.shards.size()
+  StatusOr<engine::EngineState> e = engine::engine_state_from_json(m.engine_state, *tag_dir);
+  if (!e.ok()) return fail(e.status());
+  std::cout << *tag_dir << ": tag " << m.tag << " (format " << m.format_version << "), global step "
+            << e->global_steps << " (" << e->skipped_steps << " skipped), written by "
+            << m.world_size << " rank(s) at ZeRO stage " << m.stage << ", " << m.precision
+            << "\n  model: " << m.family << " " << m.model_config.dump() << "; " << m.numel
+            << " elements\n  optimizer " << e->optimizer << " (step " << e->optimizer_step_count
+            << ", lr " << e->lr << ")"
+            << (e->scheduler_type.empty() ? "" : ", scheduler " + e->scheduler_type)
+            << ", loss scale " << e->loss_scaler.cur_scale << "\n  " << m.shards.size()
             << " shard(s):";
   for (const checkpoint::ShardEntry& s : m.shards) std::cout << " " << s.file << " (" << s.bytes << " B)";
   std::cout << "\n";
@@ -75,7 +78,7 @@ Runner add_checkpoint_command(CLI::App& app) {
   CLI::App* ck = app.add_subcommand("checkpoint", "inspect and export sharded checkpoints");
   ck->require_subcommand(1);
   CLI::App* ex = ck->add_subcommand(
-      "export", "consolidate a checkpoint's weights into one safetensors file (HF GPT-2 names)");
+      "export", "consolidate a checkpoint's weights into one safetensors file (HF names)");
   CLI::App* show = ck->add_subcommand("show", "check a checkpoint and summarise its manifest");
   for (CLI::App* c : {ex, show}) {
     c->add_option("dir", f->dir, "save directory (uses --tag or DIR/latest) or a tag directory")

@@ -5,7 +5,7 @@
 #include <memory>
 
 #include "cli/commands.h"
-#include "model/gpt_config.h"
+#include "model/registry.h"
 #include "tools/estimate.h"
 #include "tools/estimate_format.h"
 #include "tools/gpus.h"
@@ -34,8 +34,9 @@ StatusOr<int64_t> parse_count(const char* flag, const std::string& text, double 
 StatusOr<std::string> estimate_text(const EstimateFlags& f) {
   tools::EstimateRequest r;
   if (!f.model.empty()) {
-    ZT_ASSIGN_OR_RETURN(model::GptConfig cfg, model::preset(f.model));
-    r = tools::request_for_model(f.model, tools::model_counts(cfg));
+    ZT_ASSIGN_OR_RETURN(model::ModelSpec spec, model::model_spec(f.model));
+    ZT_ASSIGN_OR_RETURN(model::ParamLayout layout, spec.family->layout(spec.config));
+    r = tools::request_for_model(f.model, tools::model_counts(layout));
   } else {
     ZT_ASSIGN_OR_RETURN(int64_t n, parse_count("--params", f.params, 1));
     int64_t largest = 0;
@@ -47,9 +48,11 @@ StatusOr<std::string> estimate_text(const EstimateFlags& f) {
   r.ranks_per_node = f.ranks;
   r.nodes = f.nodes;
   r.additional_buffer_factor = f.abf;
-  ZT_ASSIGN_OR_RETURN(r.dtype, tools::parse_train_dtype(f.dtype));
+  StatusOr<DType> dtype = parse_dtype(f.dtype);
+  if (!dtype.ok()) return dtype.status().with_context("--dtype");
+  r.dtype = *dtype;
   ZT_ASSIGN_OR_RETURN(r.offload, tools::parse_offload_filter(f.offload));
-  ZT_ASSIGN_OR_RETURN(r.layout, tools::parse_storage_layout(f.layout));
+  ZT_ASSIGN_OR_RETURN(r.layout, zero::parse_storage_layout(f.layout));
   return tools::format_estimate(r);
 }
 

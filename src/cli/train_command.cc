@@ -9,8 +9,9 @@
 #include <vector>
 
 #include "cli/commands.h"
-#include "comm/gloo/gloo_communicator.h"
+#include "comm/factory.h"
 #include "core/log.h"
+#include "device/cpu/cpu_device.h"
 #include "train/default_config.h"
 #include "train/trainer.h"
 
@@ -23,6 +24,7 @@ struct TrainFlags {
   double lr = 0, weight_decay = 0, max_grad_norm = 0, eps = 0;
   std::vector<double> betas;
   bool bf16 = false, fp16 = false, print_default_config = false;
+  std::string device_memory;
 };
 
 int run_train(const CLI::App* cmd, TrainFlags& f) {
@@ -50,7 +52,16 @@ int run_train(const CLI::App* cmd, TrainFlags& f) {
     return 2;
   }
   log::set_rank(copts->world_size > 1 ? copts->rank : -1);
-  StatusOr<std::unique_ptr<comm::Communicator>> comm = comm::create_gloo_communicator(*copts);
+  if (!f.device_memory.empty()) {
+    StatusOr<int64_t> bytes = device::cpu::parse_bytes(f.device_memory);
+    if (!bytes.ok()) {
+      std::cerr << "zerotrain train: --device-memory: " << bytes.status().message() << "\n";
+      return 2;
+    }
+    o.device_memory = *bytes;
+  }
+  StatusOr<std::unique_ptr<comm::Communicator>> comm =
+      comm::create_communicator(*copts, device::cpu::cpu_device());
   if (!comm.ok()) {
     std::cerr << "zerotrain train: " << comm.status().to_string() << "\n";
     return 1;
@@ -74,6 +85,9 @@ Runner add_train_command(CLI::App& app) {
       "train", "train a GPT on the generated corpus or token shards (the built-in trainer)");
   cmd->add_option("--deepspeed,--deepspeed_config", f->o.deepspeed_config,
                   "ds_config.json (default: the embedded config, see --print-default-config)");
+  cmd->add_option("--device-memory", f->device_memory,
+                  "capacity of the device's memory, e.g. 512MiB (default: unlimited, or "
+                  "ZEROTRAIN_DEVICE_MEMORY); an allocation beyond it fails naming what would fit");
   cmd->add_option("--model", f->o.model, "model preset: gpt2-tiny, gpt2-5m, gpt2-small-ish, gpt2")
       ->capture_default_str();
   cmd->add_option("--data", f->o.data_dir,

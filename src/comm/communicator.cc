@@ -3,6 +3,7 @@
 #include "comm/communicator.h"
 
 #include "core/env.h"
+#include "device/device.h"
 
 namespace zerotrain::comm {
 namespace {
@@ -20,7 +21,69 @@ Status check_elements(const char* op, size_t bytes, DType dtype) {
   return ok_status();
 }
 
+// The host address of t's bytes: host memory as is, a device's through
+// host_address (null: not host-addressable, so not Gloo's to move).
+StatusOr<std::span<std::byte>> host_bytes(const char* op, const ConstTensor& t) {
+  void* p = const_cast<void*>(t.data);
+  if (t.device != nullptr && t.numel > 0) {
+    p = t.device->host_address(t.data);
+    if (p == nullptr)
+      return invalid_argument(std::string(op) + ": the tensor is in " + t.device->name() +
+                              " memory, which this backend cannot reach (use the device's own "
+                              "backend)");
+  }
+  return std::span<std::byte>(static_cast<std::byte*>(p), t.size_bytes());
+}
+
+Status check_same_dtype(const char* op, const ConstTensor& a, const ConstTensor& b) {
+  if (a.dtype == b.dtype) return ok_status();
+  return invalid_argument(std::string(op) + ": input " + std::string(dtype_name(a.dtype)) +
+                          ", output " + std::string(dtype_name(b.dtype)));
+}
+
 }  // namespace
+
+Status Communicator::allreduce(Tensor data, ReduceOp op) { return allreduce_async(data, op)->wait(); }
+
+Status Communicator::reduce_scatter(ConstTensor input, Tensor output, ReduceOp op) {
+  return reduce_scatter_async(input, output, op)->wait();
+}
+
+Status Communicator::allgather(ConstTensor input, Tensor output) {
+  return allgather_async(input, output)->wait();
+}
+
+Status Communicator::broadcast(Tensor data, int root) {
+  StatusOr<std::span<std::byte>> d = host_bytes("broadcast", data);
+  if (!d.ok()) return d.status();
+  return broadcast(*d, root);
+}
+
+WorkPtr Communicator::allreduce_async(Tensor data, ReduceOp op) {
+  StatusOr<std::span<std::byte>> d = host_bytes("allreduce", data);
+  if (!d.ok()) return failed(d.status());
+  return allreduce_async(*d, data.dtype, op);
+}
+
+WorkPtr Communicator::reduce_scatter_async(ConstTensor input, Tensor output, ReduceOp op) {
+  Status st = check_same_dtype("reduce_scatter", input, output);
+  if (!st.ok()) return failed(st);
+  StatusOr<std::span<std::byte>> in = host_bytes("reduce_scatter", input);
+  if (!in.ok()) return failed(in.status());
+  StatusOr<std::span<std::byte>> out = host_bytes("reduce_scatter", output);
+  if (!out.ok()) return failed(out.status());
+  return reduce_scatter_async(*in, *out, input.dtype, op);
+}
+
+WorkPtr Communicator::allgather_async(ConstTensor input, Tensor output) {
+  Status st = check_same_dtype("allgather", input, output);
+  if (!st.ok()) return failed(st);
+  StatusOr<std::span<std::byte>> in = host_bytes("allgather", input);
+  if (!in.ok()) return failed(in.status());
+  StatusOr<std::span<std::byte>> out = host_bytes("allgather", output);
+  if (!out.ok()) return failed(out.status());
+  return allgather_async(*in, *out);
+}
 
 Status Work::wait(std::chrono::milliseconds timeout) {
   std::unique_lock<std::mutex> lock(mu_);

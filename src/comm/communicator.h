@@ -1,9 +1,22 @@
 // Communicator: the collectives ZeRO needs (allreduce, reduce_scatter,
 // allgather, broadcast, barrier), sync and async, with per-op byte counters.
 //
-// Buffers are byte spans plus a DType (fp32, or 16-bit fp16/bf16 stored as
-// raw uint16_t); float and uint16_t overloads wrap them. Every rank must
-// call the same collectives in the same order with the same sizes.
+// Buffers and streams: collectives take device-tagged Tensors (core/tensor.h;
+// byte spans plus a DType, and float / uint16_t spans, are the host-memory
+// forms). The Gloo backend moves host-addressable memory: a tensor in a
+// device's memory is reached through Device::host_address, and a device
+// whose memory is not host-addressable is refused (InvalidArgument) — its
+// own backend (NCCL for CUDA) moves it. Stream semantics, for every
+// backend (docs/architecture.md, "comm streams"): a collective is ordered
+// after everything the caller enqueued on the device's compute stream
+// before it (the backend records an event there and its communication
+// stream waits on it); Work::wait() orders the caller after the
+// collective (Gloo: the host blocks until the bytes are in place; NCCL:
+// the compute stream waits on the collective's completion event, and the
+// host blocks only in wait() with a timeout, after which a watchdog aborts
+// the communicator). On the CPU device the compute stream is the calling
+// thread, so both orderings are the plain host order. Every rank must call
+// the same collectives in the same order with the same sizes.
 //   allreduce(data)           in place; any element count, including 0.
 //   reduce_scatter(in, out)   in = world_size equal chunks of out.size()
 //                             bytes; out = this rank's reduced chunk. Pad
@@ -50,6 +63,7 @@
 #include "comm/store/store.h"
 #include "comm/types.h"
 #include "core/status.h"
+#include "core/tensor.h"
 
 namespace zerotrain::comm {
 
@@ -144,6 +158,16 @@ class Communicator {
   Status broadcast(std::span<std::byte> data, int root);
   Status broadcast(std::span<float> data, int root);
   Status barrier();
+
+  // Device-tagged buffers (the tensor's dtype is the element type; see
+  // "Buffers and streams" above): the primary form ZeRO uses.
+  Status allreduce(Tensor data, ReduceOp op);
+  Status reduce_scatter(ConstTensor input, Tensor output, ReduceOp op);
+  Status allgather(ConstTensor input, Tensor output);
+  Status broadcast(Tensor data, int root);
+  WorkPtr allreduce_async(Tensor data, ReduceOp op);
+  WorkPtr reduce_scatter_async(ConstTensor input, Tensor output, ReduceOp op);
+  WorkPtr allgather_async(ConstTensor input, Tensor output);
 
   WorkPtr allreduce_async(std::span<std::byte> data, DType dtype, ReduceOp op);
   WorkPtr reduce_scatter_async(std::span<const std::byte> input, std::span<std::byte> output,

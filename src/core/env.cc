@@ -19,6 +19,8 @@ constexpr Var kRegistry[] = {
     {"ZEROTRAIN_COMM_TIMEOUT", "seconds a collective or store wait may take before failing (default 30)"},
     {"ZEROTRAIN_NODE_RANK", "index of this host among the job's hosts"},
     {"ZEROTRAIN_LOG_LEVEL", "debug, info (default), warn or error"},
+    {"ZEROTRAIN_DEVICE_MEMORY",
+     "capacity of the CPU device's memory, e.g. 512MiB (default unlimited); allocations beyond it fail"},
     {"CUDA_VISIBLE_DEVICES", "devices this process may use; the launcher sets it per worker"},
     {"OMP_NUM_THREADS", "compute threads per worker"},
     {"HOME", "where `zerotrain run` looks for .deepspeed_env"},

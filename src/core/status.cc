@@ -15,6 +15,7 @@ const char* status_code_name(StatusCode code) {
     case StatusCode::kTimeout: return "Timeout";
     case StatusCode::kUnavailable: return "Unavailable";
     case StatusCode::kPermissionDenied: return "PermissionDenied";
+    case StatusCode::kResourceExhausted: return "ResourceExhausted";
     case StatusCode::kInternal: return "Internal";
   }
   return "Unknown";

@@ -29,6 +29,7 @@ enum class StatusCode {
   kTimeout,          // a deadline passed (collective, rendezvous, store wait)
   kUnavailable,      // a peer went away (closed connection, dead rank)
   kPermissionDenied, // authentication failed (wrong job secret)
+  kResourceExhausted,  // out of memory: a device's capacity or the host's
   kInternal,         // a bug or an unexpected library failure
 };
 
@@ -62,6 +63,9 @@ inline Status corruption(std::string m) { return {StatusCode::kCorruption, std::
 inline Status timeout_error(std::string m) { return {StatusCode::kTimeout, std::move(m)}; }
 inline Status unavailable(std::string m) { return {StatusCode::kUnavailable, std::move(m)}; }
 inline Status permission_denied(std::string m) { return {StatusCode::kPermissionDenied, std::move(m)}; }
+inline Status resource_exhausted(std::string m) {
+  return {StatusCode::kResourceExhausted, std::move(m)};
+}
 inline Status internal_error(std::string m) { return {StatusCode::kInternal, std::move(m)}; }
 
 // io_error carrying strerror(errno) and what was being done.

@@ -9,12 +9,13 @@
 #include <vector>
 
 #include "core/log.h"
+#include "device/device.h"
+#include "device/ops.h"
 #include "engine/builders.h"
 #include "engine/precision.h"
-#include "device/cpu/threads.h"
 #include "optim/grad_utils.h"
-#include "device/cpu/host_buffer.h"
-#include "zero/partition_array.h"
+#include "zero/factory.h"
+#include "zero/options.h"
 
 namespace zerotrain::engine {
 
@@ -23,6 +24,27 @@ Engine::~Engine() = default;
 namespace {
 
 using Clock = std::chrono::steady_clock;
+
+// A tensor's values in `home` memory: itself when it lives there, else a
+// staged copy (device memory counted as buffers, or host memory).
+struct Staged {
+  device::Buffer device;
+  std::vector<float> host;
+};
+StatusOr<Tensor> stage_in(Tensor t, device::Device* home, Staged* keep) {
+  if (t.device == home) return t;
+  Tensor copy;
+  if (home == nullptr) {
+    keep->host.resize(t.numel);
+    copy = Tensor(std::span<float>(keep->host));
+  } else {
+    ZT_ASSIGN_OR_RETURN(keep->device, home->allocate(t.size_bytes(), device::MemoryCategory::kBuffers,
+                                                     "optimizer staging"));
+    copy = keep->device.tensor(t.dtype);
+  }
+  ZT_RETURN_IF_ERROR(device::copy(t, copy));
+  return copy;
+}
 
 double seconds_since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
@@ -42,14 +64,13 @@ Status check_supported(const config::Config& config, const comm::Communicator& c
 }  // namespace
 
 StatusOr<std::unique_ptr<Engine>> Engine::create(const config::Config& config,
-                                                 model::GptModel* model, comm::Communicator* comm,
+                                                 model::Module* model, comm::Communicator* comm,
                                                  const EngineOptions& options) {
   if (model == nullptr || comm == nullptr)
     return invalid_argument("Engine::create: model and comm are required");
   ZT_RETURN_IF_ERROR(check_supported(config, *comm));
   if (options.configure_threads)
-    device::cpu::configure_compute_threads(options.local_ranks > 0 ? options.local_ranks
-                                 : device::cpu::local_ranks_from_env(comm->world_size()));
+    device::configure_host_threads(options.local_ranks, comm->world_size());
 
   std::unique_ptr<Engine> e(new Engine());
   e->config_ = config;
@@ -61,8 +82,16 @@ StatusOr<std::unique_ptr<Engine>> Engine::create(const config::Config& config,
   ZT_ASSIGN_OR_RETURN(e->scheduler_, make_scheduler(config.scheduler, e->optimizer_->lr()));
   ZT_ASSIGN_OR_RETURN(e->scaler_, make_scaler(config, comm->rank() == 0));
 
+  // A device that runs out while the strategy allocates says what would fit.
+  const zero::ModelStateSetup setup =
+      zero::model_state_setup(config, model->layout().total_numel(), comm->world_size());
+  const int64_t activations = model->memory().activation_bytes;
+  device::Device& d = model->device();
+  d.set_oom_advice([setup, activations, &d] {
+    return zero::capacity_advice(setup, activations, d.capacity());
+  });
   ZT_ASSIGN_OR_RETURN(e->strategy_,
-                      make_zero_strategy(config, model, comm, e->optimizer_->state_count()));
+                      zero::make_strategy(config, model, comm, e->optimizer_->state_count()));
 
   // DeepSpeed's schedulers write their initial lr at construction.
   if (e->scheduler_) optim::apply_lr(*e->scheduler_, *e->optimizer_);
@@ -117,28 +146,6 @@ StatusOr<float> Engine::evaluate(const int32_t* tokens, const int32_t* targets, 
 
 bool Engine::is_gradient_accumulation_boundary() const { return (micro_steps_ + 1) % gas_ == 0; }
 
-StatusOr<bool> Engine::any_rank_overflowed(double local_sq) {
-  // The squares are summed in double, where no fp32 value's square
-  // overflows: the sum is finite exactly when every gradient is.
-  float flag = std::isfinite(local_sq) ? 0.0f : 1.0f;
-  // Unpartitioned grads are identical on every rank after the reduce, so
-  // the local flag already is the max over ranks.
-  if (strategy_->gradients_partitioned() && comm_->world_size() > 1)
-    ZT_RETURN_IF_ERROR(comm_->allreduce(std::span<float>(&flag, 1), comm::ReduceOp::kMax));
-  return flag != 0.0f;
-}
-
-StatusOr<double> Engine::grad_norm(double local_sq) {
-  double sq = local_sq;
-  if (strategy_->gradients_partitioned() && comm_->world_size() > 1) {
-    // fp32 on the wire; the partial sums are already accumulated in double.
-    float f = static_cast<float>(sq);
-    ZT_RETURN_IF_ERROR(comm_->allreduce(std::span<float>(&f, 1), comm::ReduceOp::kSum));
-    sq = f;
-  }
-  return std::sqrt(sq);
-}
-
 Status Engine::boundary_step() {
   StepInfo info;
   info.loss_scale = scaler_->loss_scale();
@@ -146,14 +153,15 @@ Status Engine::boundary_step() {
   const auto t0 = Clock::now();
   ZT_RETURN_IF_ERROR(strategy_->reduce_gradients());
   times_.reduce += seconds_since(t0);
-  std::span<float> grads = strategy_->owned_gradients();
+  const Tensor grads = strategy_->owned_gradients();
   // fp16 gradients pass through fp16, so a loss-scaled gradient beyond its
   // range (65504) overflows to inf as in real fp16 and the scaler sees it.
-  if (config_.fp16.enabled) zero::round_to(DType::kFloat16, grads, grads);
+  if (config_.fp16.enabled)
+    ZT_RETURN_IF_ERROR(device::ops_for(grads).round_through(DType::kFloat16, grads, grads));
 
   // One pass over the gradients gives both the overflow check and the norm.
-  const double local_sq = optim::squared_l2_norm(grads);
-  ZT_ASSIGN_OR_RETURN(info.overflow, any_rank_overflowed(local_sq));
+  ZT_ASSIGN_OR_RETURN(const zero::GradientStats stats, strategy_->gradient_stats());
+  info.overflow = stats.overflow;
   ZT_ASSIGN_OR_RETURN(bool skip, scaler_->update(info.overflow));
   ++global_steps_;
   if (skip) {
@@ -165,10 +173,10 @@ Status Engine::boundary_step() {
     return Status();
   }
 
-  ZT_ASSIGN_OR_RETURN(const double norm, grad_norm(local_sq));
+  const double norm = std::sqrt(stats.sum_squares);
   info.grad_norm = norm / info.loss_scale;
   // Unscaling and clipping are one factor, which the optimizer applies to
-  // each gradient as it reads it (the bits unscale_and_clip would give).
+  // each gradient as it reads it (the bits scaling them first would give).
   const float grad_scale =
       optim::unscale_and_clip_factor(norm, info.loss_scale, config_.gradient_clipping);
 
@@ -184,20 +192,27 @@ Status Engine::boundary_step() {
   return Status();
 }
 
-// The optimizer over the owned partition, in the strategy's sub-groups.
-Status Engine::update_in_sub_groups(std::span<const float> grads, float grad_scale) {
-  std::span<float> master = strategy_->owned_master();
-  std::span<const std::span<float>> states = strategy_->optimizer_states();
+// The optimizer over the owned partition, in the strategy's sub-groups,
+// in the memory its states live in. An owned array elsewhere (fp32 stage
+// 3's master, which is its parameter partition, offloaded by
+// offload_param while the states stay on the device) is staged there for
+// the chunk and the master copied back.
+Status Engine::update_in_sub_groups(Tensor grads, float grad_scale) {
+  const Tensor master = strategy_->owned_master();
+  std::span<const Tensor> states = strategy_->optimizer_states();
+  device::Device* home = states.empty() ? master.device : states.front().device;
   const int64_t sub = strategy_->optimizer_sub_group_size();
-  const size_t chunk = sub > 0 ? static_cast<size_t>(sub) : std::max<size_t>(master.size(), 1);
-  std::vector<std::span<float>> part(states.size());
-  for (size_t off = 0; off < master.size() || off == 0; off += chunk) {
-    const size_t len = std::min(chunk, master.size() - off);
-    for (size_t i = 0; i < states.size(); ++i) part[i] = states[i].subspan(off, len);
-    ZT_RETURN_IF_ERROR(optimizer_->update(master.subspan(off, len),
-                                          make_view(grads.subspan(off, len)), part, {},
-                                          grad_scale));
-    if (off + len >= master.size()) break;
+  const size_t chunk = sub > 0 ? static_cast<size_t>(sub) : std::max<size_t>(master.numel, 1);
+  std::vector<Tensor> part(states.size());
+  for (size_t off = 0; off < master.numel || off == 0; off += chunk) {
+    const size_t len = std::min(chunk, master.numel - off);
+    for (size_t i = 0; i < states.size(); ++i) part[i] = states[i].slice(off, len);
+    Staged m, g;
+    ZT_ASSIGN_OR_RETURN(const Tensor p, stage_in(master.slice(off, len), home, &m));
+    ZT_ASSIGN_OR_RETURN(const Tensor gr, stage_in(grads.slice(off, len), home, &g));
+    ZT_RETURN_IF_ERROR(optimizer_->update(p, gr, part, {}, grad_scale));
+    if (p.data != master.data) ZT_RETURN_IF_ERROR(device::copy(p, master.slice(off, len)));
+    if (off + len >= master.numel) break;
   }
   return Status();
 }
@@ -209,7 +224,9 @@ MemoryReport Engine::memory() const {
   r.activation_bytes = model_->memory().activation_bytes;
   r.numel = model_->layout().total_numel();
   r.formula_bytes = zero_formula_bytes(strategy_->stage(), r.numel, comm_->world_size());
-  r.pinned_host_bytes = device::cpu::host_memory::pinned_bytes();
+  r.pinned_host_bytes = model_->device().pinned_bytes();
+  r.device_usage = model_->device().usage();
+  r.device_capacity = model_->device().capacity();
   return r;
 }
 

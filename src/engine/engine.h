@@ -1,5 +1,6 @@
 // Engine: DeepSpeed's engine for one rank — built from a typed ds_config, a
-// GptModel and a Communicator (like deepspeed.initialize), it runs
+// model::Module (any family, on its Device) and a Communicator (like
+// deepspeed.initialize), it runs
 // forward / backward / step with gradient accumulation, data parallelism
 // (ZeRO stage 0: all-reduce), loss scaling and clipping:
 //
@@ -12,8 +13,8 @@
 //
 // step() at a gradient-accumulation boundary (reference §3.1):
 //   1. reduce gradients over ranks (ZeroStrategy; stage 0: all-reduce mean);
-//      fp16: round them through fp16 (so > 65504 overflows; zero::round_to)
-//   2. overflow = any inf/nan (max over ranks when partitioned); the loss
+//      fp16: round them through fp16 (so > 65504 overflows; Ops::round_through)
+//   2. overflow = any inf/nan (ZeroStrategy::gradient_stats, over ranks); the loss
 //      scaler's update(overflow) decides a skip: then grads are zeroed,
 //      global_steps and skipped_steps count it, the scheduler does NOT step
 //   3. norm = global L2 norm of the scaled grads; one multiply unscales and
@@ -31,11 +32,14 @@
 // in the reduction and the step). fp32 and bf16 (with
 // check_grad_overflow) also skip a step whose gradients are not finite.
 //
-// zero_optimization.stage 0 is data parallel (engine/data_parallel.h),
-// stages 1 and 2 shard optimizer states and gradients, stage 3 also the
-// parameters (zero/; the model's flat buffers are then freed and its groups
-// gathered by the strategy's hooks). The optimizer runs over the owned
-// partition in chunks of the strategy's optimizer_sub_group_size().
+// zero_optimization.stage chooses the strategy (zero/factory.h): stage 0
+// is data parallel, stages 1 and 2 shard optimizer states and gradients,
+// stage 3 also the parameters (the model's flat buffers are then freed and
+// its groups gathered by the strategy's hooks). The optimizer runs over
+// the owned partition, in its memory (device, or host when offloaded), in
+// chunks of the strategy's optimizer_sub_group_size(). The engine never
+// touches device memory or the communicator itself: the strategy reduces
+// and reports, the Ops compute.
 // Thread-safety: none; one engine per rank, driven by one thread. Create()
 // sets this thread's OpenMP thread count (see threads.h) unless disabled.
 #pragma once
@@ -49,13 +53,18 @@
 #include "comm/communicator.h"
 #include "core/status.h"
 #include "config/config.h"
-#include "engine/zero_strategy.h"
-#include "model/gpt_model.h"
+#include "engine/engine_state.h"
+#include "model/module.h"
+#include "zero/zero_strategy.h"
 #include "optim/loss_scaler.h"
 #include "optim/lr_scheduler.h"
 #include "optim/optimizer.h"
 
 namespace zerotrain::engine {
+
+using zero::ModelStateBytes;
+using zero::zero_formula_bytes;
+using zero::ZeroStrategy;
 
 struct EngineOptions {
   // Set OpenMP threads to cores / local ranks unless OMP_NUM_THREADS is set.
@@ -71,8 +80,12 @@ struct MemoryReport {
   int64_t numel = 0;             // Ψ: elements of the flat parameter buffer
   // zero_formula_bytes for this stage and world size (stage 0: 16Ψ).
   int64_t formula_bytes = 0;
-  // Host bytes this process holds page-locked (pin_memory), all strategies.
+  // Host bytes the device holds page-locked (pin_memory), all strategies.
   int64_t pinned_host_bytes = 0;
+  // Device memory in use by category, its high-water mark, and the
+  // device's capacity (0: unlimited), as the Device counts them.
+  device::MemoryUsage device_usage;
+  int64_t device_capacity = 0;
   int64_t device_total() const { return model_states.total() + activation_bytes; }
   int64_t host_total() const { return host_model_states.total(); }
   int64_t total() const { return device_total() + host_total(); }
@@ -101,7 +114,7 @@ class Engine {
   // InvalidArgument for a config solved for another world size, or no
   // optimizer.
   static StatusOr<std::unique_ptr<Engine>> create(const config::Config& config,
-                                                  model::GptModel* model, comm::Communicator* comm,
+                                                  model::Module* model, comm::Communicator* comm,
                                                   const EngineOptions& options = {});
   ~Engine();
 
@@ -143,8 +156,10 @@ class Engine {
                          const nlohmann::json& client_state = nlohmann::json::object());
   StatusOr<nlohmann::json> load_checkpoint(const std::string& dir, const std::string& tag = "");
 
+  // The optimizer, scheduler, loss scaler and counters a checkpoint keeps.
+  EngineState state() const;
   const config::Config& config() const { return config_; }
-  model::GptModel& model() { return *model_; }
+  model::Module& model() { return *model_; }
   comm::Communicator& comm() { return *comm_; }
   ZeroStrategy& strategy() { return *strategy_; }
   optim::Optimizer& optimizer() { return *optimizer_; }
@@ -154,13 +169,10 @@ class Engine {
  private:
   Engine() = default;
   Status boundary_step();
-  // From this rank's Σ g² over its gradients (squared_l2_norm).
-  StatusOr<bool> any_rank_overflowed(double local_sq);
-  StatusOr<double> grad_norm(double local_sq);
-  Status update_in_sub_groups(std::span<const float> grads, float grad_scale);
+  Status update_in_sub_groups(Tensor grads, float grad_scale);
 
   config::Config config_;
-  model::GptModel* model_ = nullptr;
+  model::Module* model_ = nullptr;
   comm::Communicator* comm_ = nullptr;
   std::unique_ptr<ZeroStrategy> strategy_;
   std::unique_ptr<optim::Optimizer> optimizer_;
@@ -177,7 +189,7 @@ class Engine {
 
 // deepspeed.initialize's counterpart: Engine::create.
 inline StatusOr<std::unique_ptr<Engine>> initialize(const config::Config& config,
-                                                    model::GptModel* model,
+                                                    model::Module* model,
                                                     comm::Communicator* comm,
                                                     const EngineOptions& options = {}) {
   return Engine::create(config, model, comm, options);

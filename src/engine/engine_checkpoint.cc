@@ -19,7 +19,9 @@
 #include "core/atomic_file.h"
 #include "core/env.h"
 #include "core/log.h"
+#include "device/device.h"
 #include "engine/engine.h"
+#include "engine/engine_state.h"
 
 namespace zerotrain::engine {
 namespace {
@@ -127,7 +129,7 @@ Status Engine::save_checkpoint(const std::string& dir, const std::string& tag,
   if (writes_shard(stage, comm_->rank())) {
     std::vector<checkpoint::NamedValues> tensors{{"master", strategy_->owned_master()}};
     const std::vector<std::string> names = optimizer_->state_names();
-    std::span<const std::span<float>> states = strategy_->optimizer_states();
+    std::span<const Tensor> states = strategy_->optimizer_states();
     for (size_t i = 0; i < names.size(); ++i) tensors.push_back({names[i], states[i]});
     st = checkpoint::write_shard(staging + "/" + shard_file_name(comm_->rank()), comm_->rank(),
                                  strategy_->owned_ranges(), tensors)
@@ -143,20 +145,11 @@ Status Engine::save_checkpoint(const std::string& dir, const std::string& tag,
       m.stage = stage;
       m.precision = precision_name(config_);
       m.numel = model_->layout().total_numel();
-      m.model = model_->config();
+      m.family = std::string(model_->family());
+      m.model_config = model_->config_json();
       m.layout = checkpoint::layout_entries(model_->layout());
-      m.optimizer = std::string(optimizer_->name());
       m.state_names = optimizer_->state_names();
-      m.optimizer_step_count = optimizer_->step_count();
-      m.lr = optimizer_->lr();
-      if (scheduler_) {
-        m.scheduler_type = std::string(scheduler_->type());
-        m.scheduler_last_batch_iteration = scheduler_->last_batch_iteration();
-      }
-      m.loss_scaler = scaler_->state();
-      m.global_steps = global_steps_;
-      m.skipped_steps = skipped_steps_;
-      m.micro_steps = micro_steps_;
+      m.engine_state = to_json(state());
       m.client_state = client_state;
       for (int r = 0; r < comm_->world_size(); ++r) {
         if (!writes_shard(stage, r)) continue;
@@ -207,6 +200,7 @@ StatusOr<json> Engine::load_checkpoint(const std::string& dir, const std::string
   std::vector<std::vector<float>> scratch;  // master, then each optimizer state
   const std::vector<Range> ranges = strategy_->owned_ranges();
   const optim::LossScalerState scaler_before = scaler_->state();
+  EngineState saved;
   bool scaler_loaded = false;
   Status st = [&]() -> Status {
     if (tag.empty()) {
@@ -225,20 +219,21 @@ StatusOr<json> Engine::load_checkpoint(const std::string& dir, const std::string
     const checkpoint::Manifest& m = reader->manifest();
     const std::string where = "checkpoint " + dir + "/" + tag + ": ";
     if (m.layout != checkpoint::layout_entries(model_->layout()) ||
-        m.numel != model_->layout().total_numel()) {
-      const model::GptConfig& c = m.model;
-      return invalid_argument(where + "written for another model (" + std::to_string(c.n_layer) +
-                              " layers x " + std::to_string(c.n_embd) + ", vocab " +
-                              std::to_string(c.vocab_size) + ", " + std::to_string(m.numel) +
-                              " elements; this one has " +
+        m.numel != model_->layout().total_numel() || m.family != model_->family()) {
+      return invalid_argument(where + "written for another model (" + m.family + " " +
+                              m.model_config.dump() + ", " + std::to_string(m.numel) +
+                              " elements; this one is " + std::string(model_->family()) + " " +
+                              model_->config_json().dump() + ", " +
                               std::to_string(model_->layout().total_numel()) + ")");
     }
-    if (m.optimizer != optimizer_->name() || m.state_names != optimizer_->state_names())
-      return invalid_argument(where + "optimizer " + m.optimizer + " does not match this run's " +
-                              std::string(optimizer_->name()));
-    if ((m.scheduler_type.empty()) != (scheduler_ == nullptr) ||
-        (scheduler_ && m.scheduler_type != scheduler_->type()))
-      return invalid_argument(where + "scheduler \"" + m.scheduler_type +
+    ZT_ASSIGN_OR_RETURN(saved, engine_state_from_json(m.engine_state, where + "manifest"));
+    if (saved.optimizer != optimizer_->name() || m.state_names != optimizer_->state_names() ||
+        saved.state_names != m.state_names)
+      return invalid_argument(where + "optimizer " + saved.optimizer +
+                              " does not match this run's " + std::string(optimizer_->name()));
+    if ((saved.scheduler_type.empty()) != (scheduler_ == nullptr) ||
+        (scheduler_ && saved.scheduler_type != scheduler_->type()))
+      return invalid_argument(where + "scheduler \"" + saved.scheduler_type +
                               "\" does not match this run's");
     if (m.precision != precision_name(config_)) {
       if (comm_->rank() == 0)
@@ -247,12 +242,12 @@ StatusOr<json> Engine::load_checkpoint(const std::string& dir, const std::string
     } else {
       // The one fallible part of applying the state: done (and undone on
       // failure below) before the ranks agree.
-      ZT_RETURN_IF_ERROR(scaler_->load_state(m.loss_scaler).with_context(where));
+      ZT_RETURN_IF_ERROR(scaler_->load_state(saved.loss_scaler).with_context(where));
       scaler_loaded = true;
     }
     std::vector<std::string> names = reader->tensor_names();
     for (const std::string& name : names) {
-      std::vector<float>& dst = scratch.emplace_back(strategy_->owned_master().size());
+      std::vector<float>& dst = scratch.emplace_back(strategy_->owned_master().numel);
       int64_t at = 0;
       for (const Range& r : ranges) {
         ZT_RETURN_IF_ERROR(reader->read(name, r.offset, r.count, dst.data() + at));
@@ -269,27 +264,43 @@ StatusOr<json> Engine::load_checkpoint(const std::string& dir, const std::string
 
   // Everyone read everything: replace the state.
   const checkpoint::Manifest& m = reader->manifest();
-  std::span<float> master = strategy_->owned_master();
-  std::copy(scratch[0].begin(), scratch[0].end(), master.begin());
-  std::span<const std::span<float>> states = strategy_->optimizer_states();
+  ZT_RETURN_IF_ERROR(device::copy_from_host(scratch[0].data(), strategy_->owned_master()));
+  std::span<const Tensor> states = strategy_->optimizer_states();
   for (size_t i = 0; i < states.size(); ++i)
-    std::copy(scratch[i + 1].begin(), scratch[i + 1].end(), states[i].begin());
-  optimizer_->set_step_count(m.optimizer_step_count);
+    ZT_RETURN_IF_ERROR(device::copy_from_host(scratch[i + 1].data(), states[i]));
+  optimizer_->set_step_count(saved.optimizer_step_count);
   if (scheduler_) {
-    scheduler_->load_state_dict({m.scheduler_last_batch_iteration});
+    scheduler_->load_state_dict({saved.scheduler_last_batch_iteration});
     optim::apply_lr(*scheduler_, *optimizer_);
   } else {
-    optimizer_->set_lr(m.lr);
+    optimizer_->set_lr(saved.lr);
   }
-  global_steps_ = m.global_steps;
-  skipped_steps_ = m.skipped_steps;
-  micro_steps_ = m.global_steps * gas_;  // boundaries at this run's gas
+  global_steps_ = saved.global_steps;
+  skipped_steps_ = saved.skipped_steps;
+  micro_steps_ = saved.global_steps * gas_;  // boundaries at this run's gas
   ZT_RETURN_IF_ERROR(strategy_->publish_parameters());
   strategy_->zero_gradients();
   if (comm_->rank() == 0)
     log::info("loaded checkpoint ", dir, "/", tag, " (written by ", m.world_size,
-              " rank(s) at stage ", m.stage, ", global step ", m.global_steps, ")");
+              " rank(s) at stage ", m.stage, ", global step ", saved.global_steps, ")");
   return m.client_state;
+}
+
+EngineState Engine::state() const {
+  EngineState s;
+  s.optimizer = std::string(optimizer_->name());
+  s.state_names = optimizer_->state_names();
+  s.optimizer_step_count = optimizer_->step_count();
+  s.lr = optimizer_->lr();
+  if (scheduler_) {
+    s.scheduler_type = std::string(scheduler_->type());
+    s.scheduler_last_batch_iteration = scheduler_->last_batch_iteration();
+  }
+  s.loss_scaler = scaler_->state();
+  s.global_steps = global_steps_;
+  s.skipped_steps = skipped_steps_;
+  s.micro_steps = micro_steps_;
+  return s;
 }
 
 }  // namespace zerotrain::engine

@@ -1,24 +1,26 @@
-// ParamLayout: every parameter tensor of a GptConfig as a named slice of one
-// contiguous flat fp32 buffer, grouped per layer so ZeRO can gather, release
-// and reduce one group at a time. Gradients use the same layout.
+// ParamLayout: every parameter tensor of a model as a named slice of one
+// contiguous flat fp32 buffer, grouped per layer so ZeRO can gather,
+// release and reduce one group at a time. Gradients use the same layout.
+// Any family builds its own with ParamLayoutBuilder (model/gpt2/layout.cc);
+// zero/, engine/ and checkpoint/ only read it.
 //
-// Groups: 0 = embeddings (wte, wpe), 1..L = transformer block i-1,
-// L+1 = final layernorm. The lm head is tied: it reads wte from group 0 and
-// adds its gradient into group 0's wte gradient (see gpt_model.h).
-// Within a group tensors follow HF GPT-2's order; every tensor offset (and
-// so every group offset) is a multiple of kParamAlignment elements (64
-// bytes), and a group's span [offset, offset + numel) holds its tensors and
-// the alignment gaps between them (gaps stay zero).
+// Every tensor offset (and so every group offset) is a multiple of
+// kParamAlignment elements (64 bytes), and a group's span [offset,
+// offset + numel) holds its tensors and the alignment gaps between them
+// (gaps stay zero).
 //
-// Names and shapes follow HF's GPT2Model state dict without the "transformer."
-// prefix. HF's Conv1D stores weights [in, out]; ours are [out, in] (the
-// kernels' linear layout), so those tensors have hf_transposed = true and
-// hf_shape reversed. wte has Vp rows here and V in HF (hf_shape[0] = V): an
-// export keeps the first V rows.
+// Names and shapes follow the family's Hugging Face state dict (without a
+// "transformer." or "model." prefix). A tensor HF stores transposed (GPT-2's
+// Conv1D: [in, out]; ours is the kernels' [out, in]) has hf_transposed and
+// hf_shape reversed; an embedding padded past the vocabulary has more rows
+// here than in HF (hf_shape[0] = V): an export keeps the first V rows.
 //
-//   ParamLayout layout(cfg);
-//   const TensorInfo& t = layout.tensor("h.0.attn.c_attn.weight");
-//   float* w = params + t.offset;                 // [3C, C]
+//   ParamLayoutBuilder b;
+//   b.begin_group("embeddings");
+//   b.add({.name = "wte.weight", .kind = ParamKind::kTokenEmbedding, .shape = {Vp, C},
+//          .hf_shape = {V, C}});
+//   ParamLayout layout = std::move(b).build();
+//   const TensorInfo& t = layout.tensor("wte.weight");
 //   for (const GroupInfo& g : layout.groups()) gather(g.offset, g.numel);
 //
 // Thread-safety: immutable after construction; share freely.
@@ -30,20 +32,19 @@
 #include <vector>
 
 #include "core/status.h"
-#include "model/gpt_config.h"
 
 namespace zerotrain::model {
 
 inline constexpr int64_t kParamAlignment = 16;  // floats = 64 bytes
 
-// What a tensor is, for initialisation and for the model's wiring.
+// What a tensor is, for initialisation and the HF mapping.
 enum class ParamKind {
-  kTokenEmbedding,      // wte [Vp, C]
-  kPositionEmbedding,   // wpe [maxT, C]
-  kLayerNormWeight,     // [C]
+  kTokenEmbedding,      // [Vp, C]
+  kPositionEmbedding,   // [maxT, C]
+  kLayerNormWeight,     // [C] (also RMSNorm's weight)
   kLayerNormBias,       // [C]
   kLinearWeight,        // [OC, C]
-  kResidualProjWeight,  // [C, IC]: attn.c_proj and mlp.c_proj (scaled init)
+  kResidualProjWeight,  // [C, IC]: projections into the residual stream (scaled init)
   kLinearBias,          // [OC]
 };
 
@@ -67,59 +68,61 @@ struct GroupInfo {
   int tensor_count = 0;
 };
 
+// One tensor for ParamLayoutBuilder::add: hf_shape empty means the same as
+// shape (or its reverse when hf_transposed).
+struct TensorSpec {
+  std::string name;
+  ParamKind kind = ParamKind::kLinearWeight;
+  std::vector<int64_t> shape;
+  std::vector<int64_t> hf_shape;
+  bool hf_transposed = false;
+};
+
 class ParamLayout {
  public:
-  // cfg must pass validate() (checked).
-  explicit ParamLayout(const GptConfig& cfg);
+  ParamLayout() = default;
 
   const std::vector<TensorInfo>& tensors() const { return tensors_; }
   const std::vector<GroupInfo>& groups() const { return groups_; }
-  int num_groups() const { return static_cast<int>(groups_.size()); }  // L + 2
+  int num_groups() const { return static_cast<int>(groups_.size()); }
   // Floats in the flat buffer (all groups, with gaps).
   int64_t total_numel() const { return total_numel_; }
   int64_t total_bytes() const { return total_numel_ * static_cast<int64_t>(sizeof(float)); }
 
-  // Index into tensors() of an HF name, or NotFound naming it.
+  // Index into tensors() of an HF name, or NotFound naming it and an example.
   StatusOr<int> find(std::string_view name) const;
   // The tensor named `name`; aborts if there is none (for fixed names).
   const TensorInfo& tensor(std::string_view name) const;
-  // Fixed positions, for the model's hot path (no name lookup):
-  const TensorInfo& wte() const { return tensors_.front(); }
-  const TensorInfo& wpe() const { return tensors_[1]; }
-  const TensorInfo& lnf_weight() const { return tensors_[tensors_.size() - 2]; }
-  const TensorInfo& lnf_bias() const { return tensors_.back(); }
-  // Block `layer`'s tensor in `slot` (BlockSlot below).
-  const TensorInfo& block_tensor(int64_t layer, int slot) const;
+  // Group g's tensor in `slot` (its index within the group).
+  const TensorInfo& group_tensor(int g, int slot) const;
 
  private:
+  friend class ParamLayoutBuilder;
   std::vector<TensorInfo> tensors_;
   std::vector<GroupInfo> groups_;
   int64_t total_numel_ = 0;
 };
 
+// Builds a ParamLayout group by group, tensor by tensor, in flat order.
+class ParamLayoutBuilder {
+ public:
+  void begin_group(std::string name);
+  // Into the open group (checked: a group must be open).
+  void add(TensorSpec spec);
+  ParamLayout build() &&;
+
+ private:
+  void close_group();
+  ParamLayout layout_;
+  bool open_ = false;
+};
+
 // HF conversion of one tensor: `ours` holds t.numel floats in our layout,
-// `hf` the product of t.hf_shape floats in HF's. to_hf transposes Conv1D
-// weights and keeps wte's first V rows; from_hf is the inverse and zeroes
-// wte's padding rows.
+// `hf` the product of t.hf_shape floats in HF's. to_hf transposes
+// hf_transposed weights and keeps a padded embedding's first rows;
+// from_hf is the inverse and zeroes the padding rows.
 void copy_to_hf(const TensorInfo& t, const float* ours, float* hf);
 void copy_from_hf(const TensorInfo& t, const float* hf, float* ours);
 int64_t hf_numel(const TensorInfo& t);
-
-// Slot of each tensor inside a block group, in HF order.
-enum BlockSlot : int {
-  kLn1Weight = 0,
-  kLn1Bias,
-  kAttnWeight,      // c_attn.weight [3C, C]
-  kAttnBias,        // [3C]
-  kAttnProjWeight,  // attn.c_proj.weight [C, C]
-  kAttnProjBias,
-  kLn2Weight,
-  kLn2Bias,
-  kFcWeight,      // mlp.c_fc.weight [4C, C]
-  kFcBias,        // [4C]
-  kFcProjWeight,  // mlp.c_proj.weight [C, 4C]
-  kFcProjBias,
-  kBlockSlots,
-};
 
 }  // namespace zerotrain::model

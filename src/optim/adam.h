@@ -2,8 +2,8 @@
 // (reference §3.3), fused: one pass reads grad, param and both moments,
 // writes param and moments and optionally an fp16/bf16 copy of the new
 // weights (the ZeRO-Offload copy-back); grads may be fp32, fp16 or bf16.
-// The SIMD level is picked at run time (AVX-512, AVX2, portable; all
-// bit-identical) and the array is split into chunks over OpenMP threads.
+// The pass is the device's Ops::adam (on the CPU: SIMD level picked at run
+// time, all bit-identical, chunks over the OpenMP threads).
 //
 // Per element, step t (1-based), g = grad_scale * grad (AdamTensors):
 //   Adam mode (adam_w_mode=false) with wd > 0:  g <- g + wd * p
@@ -16,6 +16,8 @@
 //   AdamState state = AdamState::zeros(n);
 //   ZT_RETURN_IF_ERROR(adam.step({params, grads, state.exp_avg.span(),
 //                                 state.exp_avg_sq.span()}, make_view(bf16_copy)));
+// The element math is the device's (Ops::adam): this file holds the
+// per-step scalars, the checks and the step count.
 //
 // Thread-safety: an Adam object is not synchronised; update() is const and
 // may run on disjoint tensors from several threads after begin_step().
@@ -26,8 +28,9 @@
 #include <span>
 
 #include "core/status.h"
-#include "device/cpu/aligned_buffer.h"
 #include "core/tensor.h"
+#include "device/ops.h"
+#include "device/cpu/aligned_buffer.h"
 
 namespace zerotrain::optim {
 
@@ -45,15 +48,15 @@ struct AdamOptions {
 // eps < 0, weight_decay < 0, or non-finite values.
 Status validate(const AdamOptions& options);
 
-// One flat tensor's worth of optimizer inputs, all the same length. Grads
-// come as fp32 in `grads`, or as fp16/bf16 in `grads16` (widened exactly in
-// registers, saving a conversion pass), never both.
+// One flat tensor's worth of optimizer inputs, all the same length, in
+// one place: device memory (one device) or host memory (offloaded states,
+// run by the host ops). grads are fp32, fp16 or bf16 (widened exactly in
+// registers, saving a conversion pass).
 struct AdamTensors {
-  std::span<float> params;
-  std::span<const float> grads;
-  std::span<float> exp_avg;     // first moment (m)
-  std::span<float> exp_avg_sq;  // second moment (v)
-  ConstTensorView grads16 = {};
+  Tensor params;       // fp32
+  ConstTensor grads;   // fp32, fp16 or bf16
+  Tensor exp_avg;      // first moment (m), fp32
+  Tensor exp_avg_sq;   // second moment (v), fp32
   // Each grad is multiplied by this first, in fp32 (as the grads scaled in
   // place by it would be): the engine's loss-scale unscaling and gradient
   // clipping, fused into the update's one pass.
@@ -69,22 +72,25 @@ struct AdamState {
   }
 };
 
-// The stateless update for step number `step` (>= 1). param_copy, if not
-// empty, must be fp16 or bf16 with params.size() elements; it receives the
-// rounded new weights. InvalidArgument on length/dtype mismatch or step < 1.
+// The stateless update for step number `step` (>= 1), on the Ops of the
+// params' memory (device::ops_for). param_copy, if not empty, must be fp16
+// or bf16 with params' length; it receives the rounded new weights.
+// InvalidArgument on length/dtype mismatch or step < 1.
 Status adam_update(const AdamOptions& options, int64_t step, const AdamTensors& tensors,
-                   TensorView param_copy = {});
+                   Tensor param_copy = {});
+// The scalars of step `step` (device::AdamStep) for these options.
+device::AdamStep adam_step_args(const AdamOptions& options, int64_t step, float grad_scale);
 
 class Adam {
  public:
   static StatusOr<Adam> create(const AdamOptions& options);
 
   // One optimizer step on one tensor: begin_step() then update().
-  Status step(const AdamTensors& tensors, TensorView param_copy = {});
+  Status step(const AdamTensors& tensors, Tensor param_copy = {});
   // For several tensors (or ZeRO partitions) in one step: call begin_step()
   // once, then update() on each.
   void begin_step() { ++step_count_; }
-  Status update(const AdamTensors& tensors, TensorView param_copy = {}) const;
+  Status update(const AdamTensors& tensors, Tensor param_copy = {}) const;
 
   const AdamOptions& options() const { return options_; }
   // Set by LR schedulers (OneCycle also cycles beta1 and pins beta2).

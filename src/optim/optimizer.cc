@@ -3,13 +3,13 @@
 
 #include <string>
 
-#include "device/cpu/convert.h"
+#include "device/device.h"
+#include "device/ops.h"
 
 namespace zerotrain::optim {
 namespace {
 
-Status check_state_count(std::string_view name, std::span<const std::span<float>> states,
-                         size_t want) {
+Status check_state_count(std::string_view name, std::span<const Tensor> states, size_t want) {
   if (states.size() == want) return ok_status();
   return invalid_argument(std::string(name) + ": expected " + std::to_string(want) +
                           " state arrays, got " + std::to_string(states.size()));
@@ -21,18 +21,10 @@ class AdamOptimizer final : public Optimizer {
   std::string_view name() const override { return adam_.options().adam_w_mode ? "adamw" : "adam"; }
   std::vector<std::string> state_names() const override { return {"exp_avg", "exp_avg_sq"}; }
   void begin_step() override { adam_.begin_step(); }
-  Status update(std::span<float> params, ConstTensorView grads,
-                std::span<const std::span<float>> states, TensorView param_copy,
-                float grad_scale) const override {
+  Status update(Tensor params, ConstTensor grads, std::span<const Tensor> states,
+                Tensor param_copy, float grad_scale) const override {
     ZT_RETURN_IF_ERROR(check_state_count(name(), states, 2));
-    AdamTensors t{params, {}, states[0], states[1]};
-    t.grad_scale = grad_scale;
-    if (grads.dtype == DType::kFloat32) {
-      t.grads = grads.as<float>();
-    } else {
-      t.grads16 = grads;
-    }
-    return adam_.update(t, param_copy);
+    return adam_.update({params, grads, states[0], states[1], grad_scale}, param_copy);
   }
   double lr() const override { return adam_.options().lr; }
   void set_lr(double lr) override { adam_.set_lr(lr); }
@@ -53,22 +45,20 @@ class SgdOptimizer final : public Optimizer {
     return {"momentum_buffer"};
   }
   void begin_step() override { sgd_.begin_step(); }
-  Status update(std::span<float> params, ConstTensorView grads,
-                std::span<const std::span<float>> states, TensorView param_copy,
-                float grad_scale) const override {
+  Status update(Tensor params, ConstTensor grads, std::span<const Tensor> states,
+                Tensor param_copy, float grad_scale) const override {
     const bool momentum = sgd_.options().momentum != 0.0;
     ZT_RETURN_IF_ERROR(check_state_count("sgd", states, momentum ? 1 : 0));
     if (grads.dtype != DType::kFloat32) {
       return invalid_argument("sgd: grads must be fp32, got " +
                               std::string(dtype_name(grads.dtype)));
     }
-    const std::span<float> buffer = momentum ? states[0] : std::span<float>();
-    ZT_RETURN_IF_ERROR(sgd_.update({params, grads.as<float>(), buffer, grad_scale}));
+    ZT_RETURN_IF_ERROR(sgd_.update({params, grads, momentum ? states[0] : Tensor(), grad_scale}));
     if (param_copy.numel == 0) return ok_status();
     if (param_copy.dtype == DType::kFloat32) {
       return invalid_argument("sgd: param_copy must be fp16 or bf16, not fp32");
     }
-    return device::cpu::convert(make_view(std::span<const float>(params)), param_copy);
+    return device::ops_for(params).convert(params, param_copy);
   }
   double lr() const override { return sgd_.options().lr; }
   void set_lr(double lr) override { sgd_.set_lr(lr); }

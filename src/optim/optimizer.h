@@ -5,10 +5,9 @@
 // (or shard) given those arrays. Adam and Sgd stay usable on their own.
 //
 //   ZT_ASSIGN_OR_RETURN(auto opt, make_optimizer(AdamOptions{.lr = 3e-4}));
-//   std::vector<AlignedBuffer<float>> states;           // opt->state_names().size()
-//   for (int i = 0; i < opt->state_count(); ++i) states.emplace_back(shard_numel);
+//   std::vector<Tensor> states;                    // opt->state_count() of them
 //   opt->begin_step();
-//   ZT_RETURN_IF_ERROR(opt->update(master_shard, grads_view, state_spans, bf16_shard));
+//   ZT_RETURN_IF_ERROR(opt->update(master_shard, grads, states, bf16_shard));
 //
 // DeepSpeed's "type" -> options: "Adam" and "AdamW" build AdamOptions, with
 // adam_w_mode = effective_adam_w_mode(type, params.adam_w_mode); "SGD"
@@ -41,16 +40,15 @@ class Optimizer {
   int state_count() const { return static_cast<int>(state_names().size()); }
 
   virtual void begin_step() = 0;
-  // Updates params in place. grads: fp32 (any optimizer) or fp16/bf16
-  // (Adam). states: state_count() spans of params.size(). param_copy:
-  // empty, or fp16/bf16 of params.size() to receive the new weights.
-  // grad_scale multiplies each grad first (in fp32, bit for bit what
-  // scaling the grads in place would give), so the engine's unscaling and
-  // clipping cost no pass of their own.
-  virtual Status update(std::span<float> params, ConstTensorView grads,
-                        std::span<const std::span<float>> states,
-                        TensorView param_copy = {}, float grad_scale = 1.0f) const = 0;
-
+  // Updates params in place, on the Ops of their memory (a device's, or
+  // the host's for offloaded states). params fp32; grads: fp32 (any
+  // optimizer) or fp16/bf16 (Adam); states: state_count() fp32 tensors of
+  // params' length; param_copy: empty, or fp16/bf16 of params' length to
+  // receive the new weights. grad_scale multiplies each grad first (in
+  // fp32, bit for bit what scaling the grads in place would give), so the
+  // engine's unscaling and clipping cost no pass of their own.
+  virtual Status update(Tensor params, ConstTensor grads, std::span<const Tensor> states,
+                        Tensor param_copy = {}, float grad_scale = 1.0f) const = 0;
   virtual double lr() const = 0;
   virtual void set_lr(double lr) = 0;
   virtual void set_betas(double beta1, double beta2) {}  // no-op without betas

@@ -17,6 +17,7 @@
 #include <span>
 
 #include "core/status.h"
+#include "core/tensor.h"
 
 namespace zerotrain::optim {
 
@@ -32,11 +33,12 @@ struct SgdOptions {
 // dampening == 0 (torch's rule).
 Status validate(const SgdOptions& options);
 
+// fp32, one length, one memory (device or host; the update runs on its Ops).
 struct SgdTensors {
-  std::span<float> params;
-  std::span<const float> grads;
-  std::span<float> momentum_buffer;  // params.size(); may be empty if momentum == 0
-  float grad_scale = 1.0f;           // each grad is multiplied by it first (as AdamTensors)
+  Tensor params;
+  ConstTensor grads;
+  Tensor momentum_buffer;   // params' length; may be empty if momentum == 0
+  float grad_scale = 1.0f;  // each grad is multiplied by it first (as AdamTensors)
 };
 
 class Sgd {

@@ -1,124 +1,15 @@
-// Model-state memory formulas: zerotrain's accounting and DeepSpeed's
-// estimator (see estimate.h for the formulas and reference §3.5).
+// DeepSpeed's estimator and model counts (see estimate.h and reference §3.5).
 #include "tools/estimate.h"
 
 #include <algorithm>
+#include <cctype>
+#include <string>
 #include <utility>
 
 #include "model/param_layout.h"
 #include "zero/stage3_layout.h"
-#include "core/range.h"
 
 namespace zerotrain::tools {
-
-StatusOr<TrainDtype> parse_train_dtype(std::string_view name) {
-  if (name == "bf16" || name == "bfloat16") return TrainDtype::kBf16;
-  if (name == "fp16" || name == "float16") return TrainDtype::kFp16;
-  if (name == "fp32" || name == "float32") return TrainDtype::kFp32;
-  return invalid_argument("dtype: expected bf16, fp16 or fp32, got '" + std::string(name) + "'");
-}
-
-const char* train_dtype_name(TrainDtype dtype) {
-  switch (dtype) {
-    case TrainDtype::kBf16:
-      return "bf16";
-    case TrainDtype::kFp16:
-      return "fp16";
-    case TrainDtype::kFp32:
-      return "fp32";
-  }
-  return "?";
-}
-
-StateBytes state_bytes(TrainDtype dtype) {
-  if (dtype == TrainDtype::kFp32) return StateBytes{.param = 4, .grad = 4, .optimizer = 8};
-  return StateBytes{.param = 2, .grad = 2, .optimizer = 12};
-}
-
-StatusOr<StorageLayout> parse_storage_layout(std::string_view name) {
-  if (name == "design") return StorageLayout::kDesign;
-  if (name == "engine") return StorageLayout::kEngine;
-  return invalid_argument("layout: expected design or engine, got '" + std::string(name) + "'");
-}
-
-const char* storage_layout_name(StorageLayout layout) {
-  return layout == StorageLayout::kEngine ? "engine" : "design";
-}
-
-namespace {
-
-Status validate_setup(const ZeroSetup& s, int stage, bool offload) {
-  if (stage < 0 || stage > 3)
-    return invalid_argument("stage: expected 0, 1, 2 or 3, got " + std::to_string(stage));
-  if (s.params < 1)
-    return invalid_argument("params: must be >= 1, got " + std::to_string(s.params));
-  if (s.world_size < 1 || s.ranks_per_node < 1)
-    return invalid_argument("world_size and ranks_per_node must be >= 1");
-  if (s.world_size % s.ranks_per_node != 0)
-    return invalid_argument("world_size " + std::to_string(s.world_size) +
-                            " is not a multiple of ranks_per_node " +
-                            std::to_string(s.ranks_per_node));
-  if (stage == 0 && offload)
-    return invalid_argument("offload needs ZeRO stage 1, 2 or 3 (stage 0 replicates everything)");
-  return ok_status();
-}
-
-// StorageLayout::kEngine for stages 0-2 (see estimate.h): {device, host}
-// bytes of one rank.
-std::pair<int64_t, int64_t> engine_stage012(const ZeroSetup& s, int stage, bool offload) {
-  const int64_t full = s.params;
-  const int64_t part = shard_size(s.params, static_cast<int>(s.world_size));
-  const bool fp32 = s.dtype == TrainDtype::kFp32;
-  const int64_t p = fp32 ? 4 : 2;  // the compute copy and its gradients
-  if (offload) {
-    // Master + Adam + the optimizer's gradient partition on the host:
-    // stage 1's fp32 copy of the reduced slice, stage 2's accumulator.
-    const int64_t host_grad = stage == 1 ? 4 : p;
-    return {p * full + (stage == 1 ? p * full : 0), (4 + 8 + host_grad) * part};
-  }
-  const int64_t grad_n = stage == 2 ? part : full;
-  const int64_t opt_n = stage >= 1 ? part : full;
-  // fp32 stages 0-1: the params' own slice is the master; stage 2 owns a
-  // chunk of every reduce bucket of N·S elements (S = the bucket's per-rank
-  // share, at most P; one slice only when one bucket spans Ψ or N is 1)
-  // and then keeps a master copy.
-  const int64_t per_rank = std::clamp<int64_t>(s.reduce_bucket_size / s.world_size, 1, part);
-  const bool one_slice = s.world_size == 1 || per_rank * s.world_size >= full;
-  const bool aliased_master = fp32 && (stage < 2 || one_slice);
-  return {p * full + p * grad_n + (aliased_master ? 8 : 12) * opt_n, 0};
-}
-
-}  // namespace
-
-StatusOr<MemoryEstimate> zerotrain_model_states(const ZeroSetup& s, int stage, bool offload) {
-  ZT_RETURN_IF_ERROR(validate_setup(s, stage, offload));
-  const int64_t full = s.params;
-  const int64_t part = shard_size(s.params, static_cast<int>(s.world_size));
-  if (s.layout == StorageLayout::kEngine && (stage < 3 || offload)) {
-    // Stage 3 with offload: everything (16·P) on the host.
-    auto [device, host] = stage < 3 ? engine_stage012(s, stage, offload)
-                                    : std::pair<int64_t, int64_t>{0, 16 * part};
-    if (stage == 3) device += 4 * s.stage3_persistent_numel;
-    return MemoryEstimate{
-        .device_bytes = device, .host_bytes = host * s.ranks_per_node, .host_bytes_per_rank = host};
-  }
-  const StateBytes b = state_bytes(s.dtype);
-  // Elements each state keeps on a rank: whole (full) or one partition.
-  const int64_t param_n = stage == 3 ? part : full;
-  const int64_t grad_n = stage >= 2 ? part : full;
-  const int64_t opt_n = stage >= 1 ? part : full;
-
-  int64_t device = b.param * param_n + b.grad * grad_n + b.optimizer * opt_n;
-  if (stage == 3 && s.layout == StorageLayout::kEngine) device += 4 * s.stage3_persistent_numel;
-  int64_t host = 0;
-  if (offload) {
-    host = b.optimizer * opt_n;
-    if (stage == 3) host += b.param * param_n;
-    device -= host;
-  }
-  return MemoryEstimate{
-      .device_bytes = device, .host_bytes = host * s.ranks_per_node, .host_bytes_per_rank = host};
-}
 
 namespace {
 
@@ -167,14 +58,24 @@ MemoryEstimate deepspeed_zero3_estimate(const DeepSpeedSetup& s, bool offload_op
   return ds_result(cpu, ll + py_int(18 * p / static_cast<double>(gpus)), s.gpus_per_node);
 }
 
-ModelCounts model_counts(const model::GptConfig& cfg, int64_t stage3_persistence_threshold) {
+namespace {
+
+// "h.12.mlp.c_fc" -> "mlp.c_fc": a module's name without its layer prefix.
+std::string without_layer_prefix(const std::string& module) {
+  const size_t dot = module.find('.');
+  if (dot == std::string::npos || dot + 1 >= module.size()) return module;
+  size_t end = dot + 1;
+  while (end < module.size() && std::isdigit(static_cast<unsigned char>(module[end]))) ++end;
+  if (end == dot + 1 || end >= module.size() || module[end] != '.') return module;
+  return module.substr(end + 1);
+}
+
+}  // namespace
+
+ModelCounts model_counts(const model::ParamLayout& layout, int64_t stage3_persistence_threshold) {
   ModelCounts c;
   c.stage3_persistent_numel =
-      zero::Stage3Layout(model::ParamLayout(cfg), 1, 0, stage3_persistence_threshold)
-          .persistent_numel();
-  c.hf_params = model::parameter_count(cfg);
-  c.stored_params = model::padded_parameter_count(cfg);
-  const model::ParamLayout layout(cfg);
+      zero::Stage3Layout(layout, 1, 0, stage3_persistence_threshold).persistent_numel();
   c.buffer_numel = layout.total_numel();
   for (const model::GroupInfo& g : layout.groups()) {
     if (g.numel > c.largest_group) {
@@ -182,17 +83,29 @@ ModelCounts model_counts(const model::GptConfig& cfg, int64_t stage3_persistence
       c.largest_group_name = g.name;
     }
   }
-  // HF GPT2LMHeadModel modules, parameters(recurse=False): the embeddings
-  // and the widest Conv1D (mlp.c_fc: [C, 4C] weight + 4C bias).
-  const int64_t C = cfg.n_embd;
-  const std::pair<int64_t, const char*> candidates[] = {
-      {cfg.vocab_size * C, "wte"}, {cfg.seq_len * C, "wpe"}, {4 * C * C + 4 * C, "mlp.c_fc"}};
-  for (const auto& [n, name] : candidates) {
-    if (n > c.ds_largest_layer) {
-      c.ds_largest_layer = n;
-      c.ds_largest_layer_name = name;
+  // HF modules' parameters(recurse=False): the tensors of one module share
+  // their name up to the last dot; they are adjacent in the layout.
+  std::string module;
+  int64_t module_params = 0;
+  auto close_module = [&] {
+    if (module_params > c.ds_largest_layer) {
+      c.ds_largest_layer = module_params;
+      c.ds_largest_layer_name = without_layer_prefix(module);
     }
+  };
+  for (const model::TensorInfo& t : layout.tensors()) {
+    c.hf_params += model::hf_numel(t);
+    c.stored_params += t.numel;
+    const size_t dot = t.name.rfind('.');
+    const std::string m = dot == std::string::npos ? t.name : t.name.substr(0, dot);
+    if (m != module) {
+      close_module();
+      module = m;
+      module_params = 0;
+    }
+    module_params += model::hf_numel(t);
   }
+  close_module();
   return c;
 }
 

@@ -1,10 +1,11 @@
 // Renders `zerotrain estimate` in DeepSpeed's table form.
 #include "tools/estimate_format.h"
-#include "core/range.h"
 
 #include <algorithm>
 #include <cstdio>
 #include <sstream>
+
+#include "core/range.h"
 
 namespace zerotrain::tools {
 
@@ -79,14 +80,14 @@ std::string hw_line(const EstimateRequest& r) {
 
 // The formulas lines of each layout.
 std::string layout_lines(const EstimateRequest& r) {
-  const StateBytes b = state_bytes(r.dtype);
+  const zero::StateBytes b = zero::state_bytes(r.dtype);
   std::ostringstream o;
   if (r.layout == StorageLayout::kEngine) {
-    const bool half = r.dtype != TrainDtype::kFp32;
+    const bool half = r.dtype != DType::kFloat32;
     o << "== zerotrain, layout engine: what the engine allocates and reports "
          "(--layout design: DESIGN.md's storage) ==\n";
     if (half)
-      o << train_dtype_name(r.dtype)
+      o << dtype_name(r.dtype)
         << " training, stages 0-2: the design layout (2 params + 2 grads + 12 fp32 master, "
            "Adam m, v); offload (1, 2): host (4 master + 8 Adam)Psi/N plus the optimizer's "
            "grads (fp32 4Psi/N at stage 1, the 2Psi/N accumulator at stage 2), device 4Psi "
@@ -110,9 +111,9 @@ std::string layout_lines(const EstimateRequest& r) {
   }
   o << "== zerotrain, layout design: DESIGN.md's storage (16-bit training and fp32 stage 3 "
        "store this; --layout engine: what the engine allocates) ==\n"
-    << train_dtype_name(r.dtype) << " training: " << b.total() << " B/param = " << b.param
+    << dtype_name(r.dtype) << " training: " << b.total() << " B/param = " << b.param
     << " params + " << b.grad << " grads + " << b.optimizer
-    << (r.dtype == TrainDtype::kFp32 ? " Adam m, v (fp32 params are the master; no 16-bit copy)"
+    << (r.dtype == DType::kFloat32 ? " Adam m, v (fp32 params are the master; no 16-bit copy)"
                                      : " fp32 master, Adam m, v")
     << "\n"
     << "stage 0: " << b.total() << "Psi; 1: " << b.param + b.grad << "Psi + " << b.optimizer
@@ -123,8 +124,8 @@ std::string layout_lines(const EstimateRequest& r) {
 }
 
 std::string zerotrain_table(const EstimateRequest& r) {
-  const StateBytes b = state_bytes(r.dtype);
-  const ZeroSetup s{.params = r.params,
+  const zero::StateBytes b = zero::state_bytes(r.dtype);
+  const zero::ModelStateSetup s{.params = r.params,
                     .world_size = r.nodes * r.ranks_per_node,
                     .ranks_per_node = r.ranks_per_node,
                     .dtype = r.dtype,
@@ -139,7 +140,7 @@ std::string zerotrain_table(const EstimateRequest& r) {
   for (int stage = 0; stage <= 3; ++stage) {
     for (bool offload : {true, false}) {
       if (!wanted(r.offload, offload) || (stage == 0 && offload)) continue;
-      StatusOr<MemoryEstimate> m = zerotrain_model_states(s, stage, offload);
+      StatusOr<MemoryEstimate> m = zero::model_state_bytes(s, stage, offload);
       if (!m.ok()) continue;  // inputs were validated by format_estimate
       o << row(*m, "stage=" + std::to_string(stage) + ", offload=" + (offload ? "cpu " : "none"));
     }
@@ -163,7 +164,7 @@ std::string deepspeed_tables(const EstimateRequest& r) {
   o << "== DeepSpeed's estimator (reference formulas; assumes 16-bit training, 18 B/param "
        "partitioned, additional_buffer_factor "
     << r.additional_buffer_factor << ") ==\n";
-  if (r.dtype == TrainDtype::kFp32) o << "note: DeepSpeed's estimator ignores the dtype (fp32)\n";
+  if (r.dtype == DType::kFloat32) o << "note: DeepSpeed's estimator ignores the dtype (fp32)\n";
   const std::string intro =
       "Estimated memory needed for params, optim states and gradients for a:\n";
   o << "-- estimate_zero2_model_states_mem_needs (ZeRO-1 and ZeRO-2) --\n"

@@ -31,7 +31,7 @@ struct EstimateRequest {
   std::string largest_group_name;
   int64_t ranks_per_node = 1;
   int64_t nodes = 1;
-  TrainDtype dtype = TrainDtype::kBf16;
+  DType dtype = DType::kBFloat16;
   StorageLayout layout = StorageLayout::kDesign;  // which storage zerotrain's table counts
   int64_t stage3_persistent_numel = 0;  // layout engine, stage 3 (ModelCounts; 0 = unknown)
   double additional_buffer_factor = 1.5;

@@ -16,15 +16,9 @@
 namespace zerotrain::train {
 namespace {
 
-StatusOr<model::GptConfig> model_config(const TrainOptions& o) {
-  model::GptConfig cfg;
-  if (o.model_config) {
-    cfg = *o.model_config;
-  } else {
-    ZT_ASSIGN_OR_RETURN(cfg, model::preset(o.model));
-  }
-  ZT_RETURN_IF_ERROR(model::validate(cfg));
-  return cfg;
+StatusOr<model::ModelSpec> model_spec(const TrainOptions& o) {
+  if (o.model_config) return model::model_spec_from_config(*o.model_config);
+  return model::model_spec(o.model);
 }
 
 // The trainer's own values for every argument the user did not give.
@@ -114,10 +108,11 @@ StatusOr<config::Config> load_user_config(const std::string& path, config::Train
 
 StatusOr<Setup> make_setup(const TrainOptions& o, int world) {
   Setup s;
-  ZT_ASSIGN_OR_RETURN(s.gpt, model_config(o));
+  ZT_ASSIGN_OR_RETURN(s.model, model_spec(o));
+  ZT_ASSIGN_OR_RETURN(s.info, s.model.family->info(s.model.config));
   const bool embedded = o.deepspeed_config.empty();
   const int64_t default_steps = o.steps.value_or(DefaultTrainerArgs::kSteps);
-  const config::TrainerArgs args = given_args(o, world, s.gpt.n_embd);
+  const config::TrainerArgs args = given_args(o, world, s.info.hidden_size);
   if (embedded) {
     StatusOr<config::Config> c =
         config::parse_config(kDefaultDsConfig, with_defaults(args, default_steps));
@@ -128,14 +123,14 @@ StatusOr<Setup> make_setup(const TrainOptions& o, int world) {
   }
   s.steps = o.steps ? *o.steps : s.cfg.scheduler.total_num_steps.value_or(default_steps);
   if (s.steps < 1) return invalid_argument("--steps: must be >= 1, got " + std::to_string(s.steps));
-  s.T = o.seq_len.value_or(std::min(s.gpt.seq_len, DefaultTrainerArgs::kSeqLen));
-  if (s.T < 1 || s.T > s.gpt.seq_len)
+  s.T = o.seq_len.value_or(std::min(s.info.max_seq, DefaultTrainerArgs::kSeqLen));
+  if (s.T < 1 || s.T > s.info.max_seq)
     return invalid_argument("--seq-len: " + std::to_string(s.T) + " is outside [1, " +
-                            std::to_string(s.gpt.seq_len) + "], the model's block size");
+                            std::to_string(s.info.max_seq) + "], the model's block size");
   return s;
 }
 
-StatusOr<CorpusSplits> load_data(const TrainOptions& o, const model::GptConfig& gpt) {
+StatusOr<CorpusSplits> load_data(const TrainOptions& o, const model::ModelInfo& info) {
   CorpusSplits d;
   if (o.data_dir.empty()) {
     ZT_ASSIGN_OR_RETURN(
@@ -146,9 +141,9 @@ StatusOr<CorpusSplits> load_data(const TrainOptions& o, const model::GptConfig& 
     StatusOr<TokenDataset> val = TokenDataset::open_split(o.data_dir, "val");
     if (val.ok()) d.val = std::make_shared<const TokenDataset>(std::move(val).value());
   }
-  if (d.train->vocab_size() > static_cast<uint32_t>(gpt.vocab_size))
+  if (d.train->vocab_size() > static_cast<uint32_t>(info.vocab_size))
     return invalid_argument("the data's vocabulary (" + std::to_string(d.train->vocab_size()) +
-                            ") is larger than the model's (" + std::to_string(gpt.vocab_size) +
+                            ") is larger than the model's (" + std::to_string(info.vocab_size) +
                             ")");
   return d;
 }

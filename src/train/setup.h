@@ -3,7 +3,7 @@
 // shape, the sequence length and step count, and the datasets.
 //
 //   ZT_ASSIGN_OR_RETURN(Setup s, make_setup(options, comm.world_size()));
-//   ZT_ASSIGN_OR_RETURN(CorpusSplits data, load_data(options, s.gpt));
+//   ZT_ASSIGN_OR_RETURN(CorpusSplits data, load_data(options, s.info));
 //
 // Thread-safety: pure functions (they read files).
 #pragma once
@@ -12,7 +12,7 @@
 
 #include "core/status.h"
 #include "config/config.h"
-#include "model/gpt_config.h"
+#include "model/registry.h"
 #include "train/data/corpus.h"
 #include "train/trainer.h"
 
@@ -20,7 +20,8 @@ namespace zerotrain::train {
 
 struct Setup {
   config::Config cfg;
-  model::GptConfig gpt;
+  model::ModelSpec model;  // family and config
+  model::ModelInfo info;   // its vocabulary, block size, width, parameter count
   int64_t T = 0;      // sequence length
   int64_t steps = 0;  // optimizer steps to run
 };
@@ -33,6 +34,6 @@ StatusOr<Setup> make_setup(const TrainOptions& options, int world_size);
 
 // The generated corpus (the last kDefaultValFraction = 10% for validation) or DIR/train_*.bin (+
 // val_*.bin if any). InvalidArgument if the data's vocabulary exceeds the model's.
-StatusOr<CorpusSplits> load_data(const TrainOptions& options, const model::GptConfig& gpt);
+StatusOr<CorpusSplits> load_data(const TrainOptions& options, const model::ModelInfo& info);
 
 }  // namespace zerotrain::train

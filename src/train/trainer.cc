@@ -12,11 +12,13 @@
 #include <iterator>
 #include <sstream>
 
-#include "checkpoint/hf_gpt2.h"
+#include "checkpoint/hf/gpt2.h"
 #include "core/env.h"
 #include "config/config.h"
 #include "engine/engine.h"
-#include "model/gpt_model.h"
+#include "device/cpu/cpu_device.h"
+#include "model/registry.h"
+#include "zero/options.h"
 #include "train/data/corpus.h"
 #include "train/data/loader.h"
 #include "train/default_config.h"
@@ -54,7 +56,7 @@ class Run {
   Setup s_;
   std::ostream& out_;
   bool rank0_ = false, progress_ = false;
-  std::optional<model::GptModel> model_;
+  std::unique_ptr<model::Module> model_;
   std::unique_ptr<engine::Engine> engine_;
   std::optional<DataLoader> loader_, val_loader_;
   TokenBatch batch_;
@@ -66,28 +68,39 @@ class Run {
 
 Status Run::init() {
   const int64_t B = s_.cfg.batch.train_micro_batch_size_per_gpu;
-  ZT_ASSIGN_OR_RETURN(CorpusSplits data, load_data(o_, s_.gpt));
+  ZT_ASSIGN_OR_RETURN(CorpusSplits data, load_data(o_, s_.info));
+  device::Device& device = device::cpu::cpu_device();
+  if (o_.device_memory) device.set_capacity(*o_.device_memory);
   // bf16: the GEMMs read bf16 operands too (the engine keeps the weights
   // themselves bf16-rounded).
-  ZT_ASSIGN_OR_RETURN(
-      model::GptModel m,
-      model::GptModel::create(
-          s_.gpt, {.max_batch = B, .max_seq = s_.T, .bf16_compute = s_.cfg.bf16.enabled}));
-  model_.emplace(std::move(m));
-  model_->init_parameters(o_.seed);
+  const model::ModuleOptions mo{
+      .max_batch = B, .max_seq = s_.T, .bf16_compute = s_.cfg.bf16.enabled, .device = &device};
+  // A device too small for the model itself says what would fit.
+  ZT_ASSIGN_OR_RETURN(const model::ParamLayout layout, s_.model.family->layout(s_.model.config));
+  ZT_ASSIGN_OR_RETURN(const int64_t activations,
+                      s_.model.family->activation_bytes(s_.model.config, mo));
+  const zero::ModelStateSetup setup =
+      zero::model_state_setup(s_.cfg, layout.total_numel(), comm_.world_size());
+  device.set_oom_advice([setup, activations, &device] {
+    return zero::capacity_advice(setup, activations, device.capacity());
+  });
+  ZT_ASSIGN_OR_RETURN(model_, model::create_module(s_.model, mo));
+  ZT_RETURN_IF_ERROR(model_->init_parameters(o_.seed));
   if (!o_.init_weights.empty()) {
     // Rank 0's weights are broadcast by the engine; every rank reads them
     // anyway so a bad file fails everywhere at once, before any collective.
-    ZT_RETURN_IF_ERROR(
-        checkpoint::load_hf_gpt2(o_.init_weights, model_->layout(), model_->parameters())
-            .with_context("--init"));
+    std::vector<float> host(static_cast<size_t>(model_->layout().total_numel()));
+    ZT_RETURN_IF_ERROR(checkpoint::load_hf_gpt2(o_.init_weights, model_->layout(), host.data())
+                           .with_context("--init"));
+    ZT_RETURN_IF_ERROR(device::copy_from_host(
+        host.data(), Tensor(model_->parameters(), DType::kFloat32, host.size(), &device)));
   }
   engine::EngineOptions eo;
   if (o_.threads > 0) {
     omp_set_num_threads(o_.threads);
     eo.configure_threads = false;
   }
-  ZT_ASSIGN_OR_RETURN(engine_, engine::Engine::create(s_.cfg, &*model_, &comm_, eo));
+  ZT_ASSIGN_OR_RETURN(engine_, engine::Engine::create(s_.cfg, model_.get(), &comm_, eo));
   LoaderOptions lo{.seq_len = s_.T,
                    .micro_batch = B,
                    .grad_accum_steps = s_.cfg.batch.gradient_accumulation_steps,
@@ -160,8 +173,8 @@ void Run::print_start() {
        << (o_.deepspeed_config.empty() ? " (embedded default)" : " (" + o_.deepspeed_config + ")")
        << ":\n"
        << summary_.effective_config << "\n";
-  out_ << "[zerotrain] model " << (o_.model_config ? "custom" : o_.model) << ": "
-       << model::parameter_count(s_.gpt) << " parameters (" << mem.numel
+  out_ << "[zerotrain] model " << (o_.model_config ? "custom" : o_.model) << " ("
+       << s_.model.family->name << "): " << s_.info.parameters << " parameters (" << mem.numel
        << " in the flat buffer), seq_len " << s_.T << ", " << comm_.world_size()
        << " rank(s), micro-batch " << s_.cfg.batch.train_micro_batch_size_per_gpu << ", grad accum "
        << s_.cfg.batch.gradient_accumulation_steps << ", global batch "

@@ -25,14 +25,20 @@
 
 #include "comm/communicator.h"
 #include "core/status.h"
-#include "model/gpt_config.h"
+#include <nlohmann/json.hpp>
 
 namespace zerotrain::train {
 
 struct TrainOptions {
   std::string deepspeed_config;  // ds_config.json path; empty: kDefaultDsConfig
   std::string model = "gpt2-tiny";
-  std::optional<model::GptConfig> model_config;  // overrides `model` (tests, tools)
+  // A config JSON with model_type (model/registry.h); overrides `model`
+  // (tests, tools).
+  std::optional<nlohmann::json> model_config;
+  // The CPU device's capacity in bytes (0: unlimited; unset: as
+  // ZEROTRAIN_DEVICE_MEMORY says); allocations beyond it fail, naming what
+  // would fit.
+  std::optional<int64_t> device_memory;
   std::string data_dir;            // train_*.bin / val_*.bin shards; empty: generated corpus
   uint64_t corpus_bytes = 400000;  // size of the generated corpus
   uint64_t seed = 1234;            // init and data order

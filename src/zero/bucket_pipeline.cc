@@ -6,7 +6,8 @@
 
 namespace zerotrain::zero {
 
-StatusOr<BucketPipeline> BucketPipeline::create(int64_t slot_floats, int slots) {
+StatusOr<BucketPipeline> BucketPipeline::create(device::Device& device, int64_t slot_floats,
+                                                int slots) {
   if (slots != 1 && slots != 2)
     return invalid_argument("BucketPipeline: 1 or 2 staging slots, got " + std::to_string(slots));
   if (slot_floats < 0) return invalid_argument("BucketPipeline: negative slot size");
@@ -15,8 +16,9 @@ StatusOr<BucketPipeline> BucketPipeline::create(int64_t slot_floats, int slots) 
   p.slots_.resize(static_cast<size_t>(slots));
   for (Slot& s : p.slots_) {
     if (slot_floats == 0) continue;  // in-place collectives only: order, no buffer
-    ZT_ASSIGN_OR_RETURN(s.buffer,
-                        device::cpu::AlignedBuffer<float>::allocate(static_cast<size_t>(slot_floats)));
+    ZT_ASSIGN_OR_RETURN(s.buffer, device.allocate(static_cast<size_t>(slot_floats) * sizeof(float),
+                                                  device::MemoryCategory::kBuffers,
+                                                  "bucket staging"));
   }
   return p;
 }
@@ -47,13 +49,13 @@ Status BucketPipeline::complete(Slot& s) {
   return finish ? finish() : Status();
 }
 
-StatusOr<std::span<float>> BucketPipeline::next_slot() {
+StatusOr<Tensor> BucketPipeline::next_slot() {
   ZT_CHECK(!slots_.empty(), "BucketPipeline::next_slot without staging");
   Slot& s = slots_[next_];
   ZT_RETURN_IF_ERROR(complete(s));
   last_ = next_;
   next_ = (next_ + 1) % slots_.size();
-  return s.buffer.span();
+  return s.buffer.tensor(DType::kFloat32);
 }
 
 Status BucketPipeline::submit(comm::WorkPtr work, std::function<Status()> finish) {

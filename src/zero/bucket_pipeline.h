@@ -6,7 +6,7 @@
 // caller fills the other slot — or computes: stage 2 launches buckets from
 // the backward hooks and backward continues.
 //
-//   ZT_ASSIGN_OR_RETURN(std::span<float> slot, pipe.next_slot());   // may finish an older one
+//   ZT_ASSIGN_OR_RETURN(Tensor slot, pipe.next_slot());   // fp32, device; may finish an older one
 //   ... fill slot ...
 //   ZT_RETURN_IF_ERROR(pipe.submit(comm->reduce_scatter_async(...), [=] { use(slot); }));
 //   ZT_RETURN_IF_ERROR(pipe.drain());                                // all finished
@@ -25,7 +25,8 @@
 
 #include "comm/communicator.h"
 #include "core/status.h"
-#include "device/cpu/aligned_buffer.h"
+#include "core/tensor.h"
+#include "device/device.h"
 
 namespace zerotrain::zero {
 
@@ -37,15 +38,16 @@ class BucketPipeline {
   // Waits for anything still in flight (an error path left it running):
   // the communication thread must not write into freed staging.
   ~BucketPipeline();
-  // `slots` (1 or 2) buffers of slot_floats each (0: empty buffers, for
-  // collectives that all run in place and only need the ordering).
-  static StatusOr<BucketPipeline> create(int64_t slot_floats, int slots);
+  // `slots` (1 or 2) device buffers of slot_floats each (0: empty buffers,
+  // for collectives that all run in place and only need the ordering).
+  static StatusOr<BucketPipeline> create(device::Device& device, int64_t slot_floats, int slots);
 
   int slots() const { return static_cast<int>(slots_.size()); }
   int64_t slot_floats() const { return slot_floats_; }
-  // The next slot's whole buffer; first completes the collective that used
-  // it last (its wait, then its finish). Errors are the collective's.
-  StatusOr<std::span<float>> next_slot();
+  // The next slot's whole buffer (fp32, device memory); first completes the
+  // collective that used it last (its wait, then its finish). Errors are
+  // the collective's.
+  StatusOr<Tensor> next_slot();
   // The collective now using the slot next_slot() returned. One slot:
   // waits and finishes at once.
   Status submit(comm::WorkPtr work, std::function<Status()> finish);
@@ -60,7 +62,7 @@ class BucketPipeline {
 
  private:
   struct Slot {
-    device::cpu::AlignedBuffer<float> buffer;
+    device::Buffer buffer;
     comm::WorkPtr work;  // null: free
     std::function<Status()> finish;
   };

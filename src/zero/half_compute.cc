@@ -2,28 +2,39 @@
 // half_compute.h).
 #include "zero/half_compute.h"
 
-#include <cstring>
 #include <string>
 
 #include "zero/pass_trace.h"
 
 namespace zerotrain::zero {
 
-StatusOr<std::unique_ptr<HalfComputeCopy>> HalfComputeCopy::create(
-    const HalfComputeOptions& o, std::span<const float> weights) {
+namespace {
+using device::MemoryCategory;
+}
+
+StatusOr<std::unique_ptr<HalfComputeCopy>> HalfComputeCopy::create(const HalfComputeOptions& o,
+                                                                   ConstTensor weights) {
   if (o.model == nullptr) return invalid_argument("HalfComputeCopy: a model is required");
   if (o.dtype != DType::kBFloat16 && o.dtype != DType::kFloat16)
     return invalid_argument("HalfComputeCopy: the dtype must be bf16 or fp16");
-  model::GptModel& m = *o.model;
+  model::Module& m = *o.model;
   const auto numel = static_cast<size_t>(m.layout().total_numel());
-  if (weights.size() != numel)
-    return invalid_argument("HalfComputeCopy: " + std::to_string(weights.size()) +
+  if (weights.numel != numel)
+    return invalid_argument("HalfComputeCopy: " + std::to_string(weights.numel) +
                             " weights for a model of " + std::to_string(numel));
   std::unique_ptr<HalfComputeCopy> h(new HalfComputeCopy(o));
-  ZT_ASSIGN_OR_RETURN(h->params_, PartitionArray::allocate(o.dtype, numel, false, false));
-  h->params_.write(0, weights);
+  device::Device& d = m.device();
+  h->pool_ = BufferPool(&d);
+  ZT_ASSIGN_OR_RETURN(h->params_,
+                      PartitionArray::allocate(d, o.dtype, numel,
+                                               {.category = MemoryCategory::kParameters},
+                                               "16-bit compute copy"));
+  ZT_RETURN_IF_ERROR(h->params_.write(0, weights));
   if (o.accumulate_gradients) {
-    ZT_ASSIGN_OR_RETURN(h->grads_, PartitionArray::allocate(o.dtype, numel, false, false));
+    ZT_ASSIGN_OR_RETURN(h->grads_,
+                        PartitionArray::allocate(d, o.dtype, numel,
+                                                 {.category = MemoryCategory::kGradients},
+                                                 "16-bit gradient accumulator"));
   }
   std::vector<int64_t> group_numel;
   for (const auto& g : m.layout().groups()) group_numel.push_back(g.numel);
@@ -40,15 +51,16 @@ StatusOr<std::unique_ptr<HalfComputeCopy>> HalfComputeCopy::create(
   if (o.dtype == DType::kBFloat16 && m.bf16_compute()) {
     h->bf16_views_ = true;  // first: an error part-way still unbinds them all
     for (const auto& g : m.layout().groups()) {
-      ZT_RETURN_IF_ERROR(m.set_group_parameters_bf16(
-          g.index, reinterpret_cast<const BFloat16*>(h->params_.at(static_cast<size_t>(g.offset)))));
+      const Tensor view = h->params_.slice(static_cast<size_t>(g.offset), 0);
+      ZT_RETURN_IF_ERROR(
+          m.set_group_parameters_bf16(g.index, static_cast<const BFloat16*>(view.data)));
     }
   }
   return h;
 }
 
 HalfComputeCopy::~HalfComputeCopy() {
-  model::GptModel& m = *options_.model;
+  model::Module& m = *options_.model;
   for (int g = 0; g < m.num_groups() && bf16_views_; ++g)
     (void)m.set_group_parameters_bf16(g, nullptr);  // a failed scratch allocation shows at use
   for (int g = 0; g < m.num_groups(); ++g) {
@@ -59,16 +71,13 @@ HalfComputeCopy::~HalfComputeCopy() {
 
 Status HalfComputeCopy::start_gather(int g) {
   const auto& gi = options_.model->layout().groups()[static_cast<size_t>(g)];
-  BufferPool::Buffer& b = expanded_[static_cast<size_t>(g)];
+  device::Buffer& b = expanded_[static_cast<size_t>(g)];
   ZT_ASSIGN_OR_RETURN(b, pool_.acquire(static_cast<size_t>(gi.numel) * sizeof(float)));
-  params_.read(static_cast<size_t>(gi.offset), static_cast<size_t>(gi.numel),
-               reinterpret_cast<float*>(b.data()));
-  return Status();
+  return params_.read(static_cast<size_t>(gi.offset), b.tensor(DType::kFloat32));
 }
 
 Status HalfComputeCopy::finish_gather(int g) {
-  options_.model->set_group_parameters(
-      g, reinterpret_cast<float*>(expanded_[static_cast<size_t>(g)].data()));
+  options_.model->set_group_parameters(g, expanded_[static_cast<size_t>(g)].as<float>());
   return Status();
 }
 
@@ -78,45 +87,46 @@ void HalfComputeCopy::release(int g) {
 }
 
 Status HalfComputeCopy::before_backward(int s) {
-  model::GptModel& m = *options_.model;
+  model::Module& m = *options_.model;
   ZT_RETURN_IF_ERROR(coordinator_.before_step(backward_step(m, s)));
   if (!options_.accumulate_gradients) return Status();
   for (int g : m.grad_groups_written(s)) {
-    BufferPool::Buffer& b = grad_buffers_[static_cast<size_t>(g)];
+    device::Buffer& b = grad_buffers_[static_cast<size_t>(g)];
     if (!b.empty()) continue;  // group 0: bound since the head's stage
     const auto bytes = static_cast<size_t>(m.layout().groups()[static_cast<size_t>(g)].numel) *
                        sizeof(float);
     ZT_ASSIGN_OR_RETURN(b, pool_.acquire(bytes));
-    std::memset(b.data(), 0, bytes);  // backward adds into it
-    m.set_group_gradients(g, reinterpret_cast<float*>(b.data()));
+    ZT_RETURN_IF_ERROR(m.device().fill_zero(b.data(), bytes));  // backward adds into it
+    m.set_group_gradients(g, b.as<float>());
   }
   return Status();
 }
 
 Status HalfComputeCopy::after_backward(int s) {
-  model::GptModel& m = *options_.model;
+  model::Module& m = *options_.model;
   if (options_.accumulate_gradients) {
-    BufferPool::Buffer& b = grad_buffers_[static_cast<size_t>(s)];
+    device::Buffer& b = grad_buffers_[static_cast<size_t>(s)];
     if (b.empty())
       return internal_error("16-bit gradients: group " + std::to_string(s) +
                             " has no gradient buffer (backward out of order)");
     const auto& gi = m.layout().groups()[static_cast<size_t>(s)];
-    grads_.add(static_cast<size_t>(gi.offset),
-               {reinterpret_cast<const float*>(b.data()), static_cast<size_t>(gi.numel)});
+    ZT_RETURN_IF_ERROR(grads_.add(static_cast<size_t>(gi.offset),
+                                  b.tensor(DType::kFloat32, 0, static_cast<size_t>(gi.numel))));
     m.set_group_gradients(s, nullptr);
     pool_.release(std::move(b));
   }
   return coordinator_.after_step(backward_step(m, s));
 }
 
-void HalfComputeCopy::zero_gradients() {
-  if (!options_.accumulate_gradients) return;
-  grads_.fill_zero();
+Status HalfComputeCopy::zero_gradients() {
+  if (!options_.accumulate_gradients) return Status();
+  ZT_RETURN_IF_ERROR(grads_.fill_zero());
   for (size_t g = 0; g < grad_buffers_.size(); ++g) {
     if (grad_buffers_[g].empty()) continue;
     options_.model->set_group_gradients(static_cast<int>(g), nullptr);
     pool_.release(std::move(grad_buffers_[g]));
   }
+  return Status();
 }
 
 }  // namespace zerotrain::zero

@@ -34,7 +34,7 @@
 #include <vector>
 
 #include "core/status.h"
-#include "model/gpt_model.h"
+#include "model/module.h"
 #include "core/dtype.h"
 #include "zero/buffer_pool.h"
 #include "zero/param_coordinator.h"
@@ -43,16 +43,17 @@
 namespace zerotrain::zero {
 
 struct HalfComputeOptions {
-  model::GptModel* model = nullptr;
+  model::Module* model = nullptr;
   DType dtype = DType::kBFloat16;  // kBFloat16 or kFloat16
   bool accumulate_gradients = false;  // keep a 16-bit [Ψ] gradient accumulator
 };
 
 class HalfComputeCopy : private GatherBackend {
  public:
-  // weights: the Ψ initial weights (every rank's the same), stored rounded.
+  // weights: the Ψ initial weights (fp32, the model's device; every
+  // rank's the same), stored rounded.
   static StatusOr<std::unique_ptr<HalfComputeCopy>> create(const HalfComputeOptions& o,
-                                                           std::span<const float> weights);
+                                                           ConstTensor weights);
   ~HalfComputeCopy() override;  // unbinds whatever it bound
 
   Status before_forward(int s) { return coordinator_.before_step(s); }
@@ -63,7 +64,7 @@ class HalfComputeCopy : private GatherBackend {
   // change (the next pass expands the new ones).
   Status release_all() { return coordinator_.release_all(); }
   // Zeroes the accumulator and drops the buffers an aborted backward left.
-  void zero_gradients();
+  Status zero_gradients();
 
   PartitionArray& parameters() { return params_; }
   const PartitionArray& parameters() const { return params_; }
@@ -85,7 +86,7 @@ class HalfComputeCopy : private GatherBackend {
   PartitionArray params_, grads_;
   ParamCoordinator coordinator_;
   BufferPool pool_;
-  std::vector<BufferPool::Buffer> expanded_, grad_buffers_;  // [num_groups] fp32
+  std::vector<device::Buffer> expanded_, grad_buffers_;  // [num_groups] fp32, device
   bool bf16_views_ = false;  // the model's GEMMs read params_ directly (bf16)
 };
 

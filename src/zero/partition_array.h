@@ -1,75 +1,65 @@
-// PartitionArray: one of stage 3's per-rank arrays (parameter partition,
-// gradient partition) in a storage dtype — fp32, or bf16/fp16 so the
-// 16-bit compute copy takes 2 bytes an element — in compute memory or, when
-// offloaded, in a (pinned, best effort) HostBuffer. Reads and writes
-// convert from and to fp32 (round to nearest even), so callers work in
-// fp32 whatever the storage.
+// PartitionArray: one of ZeRO's per-rank arrays (parameter partition,
+// gradient partition, master weights, optimizer states, the 16-bit compute
+// copy) in a storage dtype — fp32, or bf16/fp16 so a 16-bit copy takes 2
+// bytes an element — in its device's memory or, when offloaded, in host
+// memory (pinned, best effort). Reads and writes convert from and to fp32
+// (round to nearest even) through the memory's Ops, from and to fp32
+// tensors in either memory, so callers work in fp32 whatever the storage.
 //
-//   ZT_ASSIGN_OR_RETURN(auto p, PartitionArray::allocate(DType::kBFloat16, n,
-//                                                        /*host=*/true, /*pin=*/true));
-//   p.write(0, master);          // p = bf16(master)
-//   p.add(0, reduced_chunk);     // p = bf16(p + chunk)
-//   p.read(0, n, out.data());    // fp32 values
+//   ZT_ASSIGN_OR_RETURN(auto p, PartitionArray::allocate(dev, DType::kBFloat16, n,
+//       {.host = true, .pin = true, .category = MemoryCategory::kParameters}));
+//   ZT_RETURN_IF_ERROR(p.write(0, master));        // p = bf16(master)
+//   ZT_RETURN_IF_ERROR(p.add(0, reduced_chunk));   // p = bf16(p + chunk)
+//   ZT_RETURN_IF_ERROR(p.read(0, out));            // fp32 values
 //
 // Thread-safety: like a buffer; one writer.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
-#include <span>
+#include <string_view>
 
-#include "core/status.h"
-#include "config/config.h"
-#include "device/cpu/aligned_buffer.h"
 #include "core/dtype.h"
-#include "device/cpu/host_buffer.h"
+#include "core/status.h"
+#include "core/tensor.h"
+#include "device/device.h"
 
 namespace zerotrain::zero {
+
+struct Placement {
+  bool host = false;  // offloaded: host memory
+  bool pin = false;   // host only: page-locked (best effort)
+  device::MemoryCategory category = device::MemoryCategory::kBuffers;
+};
 
 class PartitionArray {
  public:
   PartitionArray() = default;
-  // n zeroed elements of dtype; on the host (pinned if pin) or in compute
-  // memory. Internal naming the bytes when the memory is not there.
-  static StatusOr<PartitionArray> allocate(DType dtype, size_t n, bool host, bool pin);
+  // n zeroed elements of dtype on `device` (or, host, in host memory).
+  // ResourceExhausted naming `what` when the memory is not there.
+  static StatusOr<PartitionArray> allocate(device::Device& device, DType dtype, size_t n,
+                                           Placement where, std::string_view what);
 
   DType dtype() const { return dtype_; }
   size_t size() const { return size_; }
-  bool on_host() const { return on_host_; }
+  bool on_host() const { return buffer_.on_host(); }
   int64_t size_bytes() const { return static_cast<int64_t>(size_ * dtype_size(dtype_)); }
-  std::byte* data() { return data_; }
-  const std::byte* data() const { return data_; }
-  // Element i's address (in the storage dtype).
-  std::byte* at(size_t i) { return data_ + i * dtype_size(dtype_); }
-  const std::byte* at(size_t i) const { return data_ + i * dtype_size(dtype_); }
-  // The elements as fp32: only for dtype fp32 (checked).
-  std::span<float> f32();
+  // The elements (device-tagged unless on the host), or [off, off + n).
+  Tensor tensor() const { return buffer_.tensor(dtype_, 0, size_); }
+  Tensor slice(size_t off, size_t n) const { return buffer_.tensor(dtype_, off, n); }
 
-  // out[0, n) = float(this[off, off + n)).
-  void read(size_t off, size_t n, float* out) const;
-  // this[off, off + in.size()) = dtype(in).
-  void write(size_t off, std::span<const float> in);
+  // out = float(this[off, off + out.numel)): out fp32, either memory.
+  Status read(size_t off, Tensor out) const;
+  // this[off, off + in.numel) = dtype(in): in fp32, either memory.
+  Status write(size_t off, ConstTensor in);
   // this[off, ...) = dtype(this + in), element by element.
-  void add(size_t off, std::span<const float> in);
-  void fill_zero();
+  Status add(size_t off, ConstTensor in);
+  Status fill_zero();
 
  private:
-  device::cpu::AlignedBuffer<std::byte> device_;
-  device::cpu::HostBuffer<std::byte> host_;
-  std::byte* data_ = nullptr;
+  device::Buffer buffer_;
   size_t size_ = 0;
   DType dtype_ = DType::kFloat32;
-  bool on_host_ = false;
 };
-
-// out[i] = float(dtype(in[i])) (round to nearest even, values exactly
-// representable in the 16-bit type kept as float); a plain copy for fp32.
-// in and out have the same length (checked) and may be the same. OpenMP
-// over 4096-element blocks.
-void round_to(DType dtype, std::span<const float> in, std::span<float> out);
-
-// Converts n elements of `dtype` at src to fp32 (a copy for fp32), and back.
-void to_fp32(DType dtype, const std::byte* src, size_t n, float* out);
-void from_fp32(DType dtype, const float* in, size_t n, std::byte* dst);
 
 }  // namespace zerotrain::zero

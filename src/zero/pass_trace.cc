@@ -5,7 +5,7 @@
 
 namespace zerotrain::zero {
 
-std::vector<TraceStep> pass_trace(const model::GptModel& m) {
+std::vector<TraceStep> pass_trace(const model::Module& m) {
   const int G = m.num_groups();
   std::vector<TraceStep> t;
   auto name = [&](const char* pass, int s) {

@@ -3,7 +3,9 @@
 #include "zero/stage3_layout.h"
 
 #include <algorithm>
-#include <cstring>
+
+#include "device/device.h"
+#include "zero/memory_ops.h"
 
 namespace zerotrain::zero {
 namespace {
@@ -94,18 +96,26 @@ std::vector<Range> Stage3Layout::owned_ranges() const {
   return out;
 }
 
-void pack_list(const CompactList& l, int64_t group_offset, const float* flat_group, float* out) {
+Status pack_list(const CompactList& l, int64_t group_offset, ConstTensor flat_group, Tensor out) {
+  Status st;
   for_each_extent(l, [&](int64_t flat, int64_t c, int64_t n) {
-    std::memcpy(out + c, flat_group + (flat - group_offset), static_cast<size_t>(n) * sizeof(float));
+    if (st.ok())
+      st = device::copy(flat_group.slice(static_cast<size_t>(flat - group_offset), n),
+                        out.slice(static_cast<size_t>(c), n));
   });
-  std::fill(out + l.count, out + l.padded(), 0.0f);
+  ZT_RETURN_IF_ERROR(st);
+  return fill_zero(out.slice(static_cast<size_t>(l.count), static_cast<size_t>(l.padded() - l.count)));
 }
 
-void unpack_list(const CompactList& l, int64_t group_offset, const float* compact,
-                 float* flat_group) {
+Status unpack_list(const CompactList& l, int64_t group_offset, ConstTensor compact,
+                   Tensor flat_group) {
+  Status st;
   for_each_extent(l, [&](int64_t flat, int64_t c, int64_t n) {
-    std::memcpy(flat_group + (flat - group_offset), compact + c, static_cast<size_t>(n) * sizeof(float));
+    if (st.ok())
+      st = device::copy(compact.slice(static_cast<size_t>(c), n),
+                        flat_group.slice(static_cast<size_t>(flat - group_offset), n));
   });
+  return st;
 }
 
 }  // namespace zerotrain::zero

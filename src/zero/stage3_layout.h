@@ -35,6 +35,8 @@
 #include <span>
 #include <vector>
 
+#include "core/status.h"
+#include "core/tensor.h"
 #include "model/param_layout.h"
 #include "core/range.h"
 
@@ -101,11 +103,12 @@ void for_each_extent(const CompactList& l, Fn&& fn) {
   }
 }
 
-// out[0, l.padded()) = the list's elements of `flat_group` (a group buffer
-// whose element 0 is flat offset group_offset), then zeros.
-void pack_list(const CompactList& l, int64_t group_offset, const float* flat_group, float* out);
+// out[0, l.padded()) = the list's elements of `flat_group` (a group's fp32
+// buffer whose element 0 is flat offset group_offset), then zeros; device
+// or host memory (device copies).
+Status pack_list(const CompactList& l, int64_t group_offset, ConstTensor flat_group, Tensor out);
 // The inverse: the list's extents of flat_group from compact[0, l.count).
-void unpack_list(const CompactList& l, int64_t group_offset, const float* compact,
-                 float* flat_group);
+Status unpack_list(const CompactList& l, int64_t group_offset, ConstTensor compact,
+                   Tensor flat_group);
 
 }  // namespace zerotrain::zero

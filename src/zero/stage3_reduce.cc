@@ -2,10 +2,9 @@
 // the backward, reduce-scatter of each group as it becomes final, and the
 // fp32 view the engine's boundary step reads (see stage3_strategy.h).
 #include <algorithm>
-#include <cstring>
 
-#include "optim/grad_utils.h"
-#include "zero/grad_wire.h"
+#include "device/ops.h"
+#include "zero/memory_ops.h"
 #include "zero/pass_trace.h"
 #include "zero/stage3_strategy.h"
 
@@ -16,59 +15,47 @@ namespace {
 // buffering, as DeepSpeed's two ipg buffers).
 constexpr size_t kReducesInFlight = 2;
 
-// Stage 0's reductions: mean = kAvg; prescale = g/N then sum; predivide f
-// = g/f, sum, then * f/N; sum = sum.
-struct Scaling {
-  float pre = 1.0f, post = 1.0f;
-  comm::ReduceOp op = comm::ReduceOp::kSum;
-};
-
-Scaling scaling_for(const Stage3Options& o, int n) {
-  if (n == 1 || o.allreduce_op == config::AllreduceOp::kSum) return {};
-  if (o.prescale) return {1.0f / static_cast<float>(n), 1.0f, comm::ReduceOp::kSum};
-  if (o.predivide_factor == 1.0) return {1.0f, 1.0f, comm::ReduceOp::kAvg};
-  return {static_cast<float>(1.0 / o.predivide_factor), static_cast<float>(o.predivide_factor / n),
-          comm::ReduceOp::kSum};
-}
-
 // out[0, count) = compact elements [begin, begin + count) of list l from the
 // full group buffer, zero past the list's end.
-void copy_compact(const CompactList& l, int64_t group_offset, const float* full, int64_t begin,
-                  int64_t count, float* out) {
-  std::fill(out, out + count, 0.0f);
+Status copy_compact(const CompactList& l, int64_t group_offset, ConstTensor full, int64_t begin,
+                    int64_t count, Tensor out) {
+  ZT_RETURN_IF_ERROR(fill_zero(out.slice(0, static_cast<size_t>(count))));
   const int64_t end = begin + count;
+  Status st;
   for_each_extent(l, [&](int64_t flat, int64_t c, int64_t n) {
     const int64_t lo = std::max(begin, c), hi = std::min(end, c + n);
-    if (lo < hi)
-      std::memcpy(out + (lo - begin), full + (flat - group_offset) + (lo - c),
-                  static_cast<size_t>(hi - lo) * sizeof(float));
+    if (lo < hi && st.ok())
+      st = device::copy(full.slice(static_cast<size_t>(flat - group_offset + (lo - c)), hi - lo),
+                        out.slice(static_cast<size_t>(lo - begin), hi - lo));
   });
+  return st;
 }
 
 // grads += compact range col of list l, over this rank's pieces that meet
-// it: piece elements [lo, hi) (compact) read from at(piece, lo).
+// it: piece elements [lo, hi) (compact) read from at(piece, lo, hi - lo).
 template <typename At>
-void add_owned(PartitionArray& grads, const CompactList& l, Range col, At at) {
+Status add_owned(PartitionArray& grads, const CompactList& l, Range col, At at) {
   for (const Piece& piece : l.mine) {
     const int64_t lo = std::max(piece.compact, col.offset);
     const int64_t hi = std::min(piece.compact + piece.count, col.end());
     if (lo < hi)
-      grads.add(static_cast<size_t>(piece.owned + (lo - piece.compact)),
-                {at(piece, lo), static_cast<size_t>(hi - lo)});
+      ZT_RETURN_IF_ERROR(
+          grads.add(static_cast<size_t>(piece.owned + (lo - piece.compact)), at(piece, lo, hi - lo)));
   }
+  return Status();
 }
 
 }  // namespace
 
 Status Stage3Strategy::on_before_backward(int s) {
-  ZT_RETURN_IF_ERROR(coordinator_.before_step(backward_step(*options_.model, s)));
-  for (int g : options_.model->grad_groups_written(s)) {
+  ZT_RETURN_IF_ERROR(coordinator_.before_step(backward_step(*model_, s)));
+  for (int g : model_->grad_groups_written(s)) {
     GroupBuffers& b = buffers_[static_cast<size_t>(g)];
     if (!b.grads.empty()) continue;  // group 0: bound since the head's stage
     const auto bytes = static_cast<size_t>(layout_.group(g).numel) * sizeof(float);
     ZT_ASSIGN_OR_RETURN(b.grads, pool_.acquire(bytes));
-    std::memset(b.grads.data(), 0, bytes);  // backward adds into it
-    options_.model->set_group_gradients(g, reinterpret_cast<float*>(b.grads.data()));
+    ZT_RETURN_IF_ERROR(device().fill_zero(b.grads.data(), bytes));  // backward adds into it
+    model_->set_group_gradients(g, b.grads.as<float>());
   }
   return Status();
 }
@@ -77,7 +64,7 @@ Status Stage3Strategy::on_before_backward(int s) {
 // the encoder's, the last): reduce them first, then release parameters.
 Status Stage3Strategy::on_after_backward(int s) {
   ZT_RETURN_IF_ERROR(reduce_group(s));
-  return coordinator_.after_step(backward_step(*options_.model, s));
+  return coordinator_.after_step(backward_step(*model_, s));
 }
 
 Status Stage3Strategy::reduce_group(int g) {
@@ -93,7 +80,7 @@ Status Stage3Strategy::reduce_group(int g) {
       ZT_RETURN_IF_ERROR(reduce_column(g, *l, col));
   }
   // The buckets hold copies: the full buffer can go now.
-  options_.model->set_group_gradients(g, nullptr);
+  model_->set_group_gradients(g, nullptr);
   pool_.release(std::move(b.grads));
   return Status();
 }
@@ -103,34 +90,31 @@ Status Stage3Strategy::reduce_group(int g) {
 // size 1 the column goes straight from the full buffer into the partition.
 Status Stage3Strategy::reduce_column(int g, const CompactList& l, Range col) {
   const int n = world();
-  const float* full = reinterpret_cast<const float*>(buffers_[static_cast<size_t>(g)].grads.data());
+  const Tensor full = group_tensor(g, buffers_[static_cast<size_t>(g)].grads);
+  const int64_t base = layout_.group(g).offset;
   if (n == 1) {  // nothing to reduce and no scaling: added straight from the full buffer
-    const int64_t base = layout_.group(g).offset;
-    add_owned(grads_, l, col, [&](const Piece& piece, int64_t lo) {
-      return full + (piece.flat + (lo - piece.compact) - base);
+    return add_owned(grads_, l, col, [&](const Piece& piece, int64_t lo, int64_t count) {
+      return full.slice(static_cast<size_t>(piece.flat + (lo - piece.compact) - base), count);
     });
-    return Status();
   }
   const auto cc = static_cast<size_t>(col.count);
-  ZT_ASSIGN_OR_RETURN(BufferPool::Buffer staging, pool_.acquire(n * cc * sizeof(float)));
-  float* all = reinterpret_cast<float*>(staging.data());
+  ZT_ASSIGN_OR_RETURN(device::Buffer staging, pool_.acquire(n * cc * sizeof(float)));
+  const Tensor all = staging.tensor(DType::kFloat32, 0, n * cc);
   for (int r = 0; r < n; ++r)
-    copy_compact(l, layout_.group(g).offset, full, r * l.chunk + col.offset, col.count,
-                 all + r * cc);
-  const Scaling sc = scaling_for(options_, n);
+    ZT_RETURN_IF_ERROR(copy_compact(l, base, full, r * l.chunk + col.offset, col.count,
+                                    all.slice(r * cc, cc)));
+  const ReductionPolicy rp = reduction_policy(options_, n);
   PendingReduce p{.staging = std::move(staging), .work = nullptr, .list = &l, .col = col};
+  const device::Ops& ops = device().ops();
   const DType wire = options_.grad_wire;
   if (wire != DType::kFloat32) {
     // 16 bits: narrowed in place; finish_reduce widens the piece back.
-    std::span<std::byte> w = narrow_in_place({all, n * cc}, sc.pre, wire);
-    const size_t es = dtype_size(wire);
-    p.work =
-        options_.comm->reduce_scatter_async(w, w.subspan(rank() * cc * es, cc * es), wire, sc.op);
+    ZT_RETURN_IF_ERROR(ops.narrow_in_place(all, rp.pre, wire));
+    const Tensor w(all.data, wire, all.numel, all.device);
+    p.work = comm_->reduce_scatter_async(w, w.slice(rank() * cc, cc), rp.op);
   } else {
-    if (sc.pre != 1.0f) optim::scale_in_place({all, n * cc}, sc.pre);
-    std::span<float> everything(all, n * cc), mine(all + rank() * cc, cc);
-    p.work = options_.comm->reduce_scatter_async(
-        std::as_bytes(everything), std::as_writable_bytes(mine), comm::DType::kFloat32, sc.op);
+    if (rp.pre != 1.0f) ZT_RETURN_IF_ERROR(ops.scale(all, rp.pre));
+    p.work = comm_->reduce_scatter_async(all, all.slice(rank() * cc, cc), rp.op);
   }
   reduces_.push_back(std::move(p));
   const size_t limit = options_.overlap_comm ? kReducesInFlight : 0;
@@ -153,18 +137,19 @@ Status Stage3Strategy::finish_reduce(PendingReduce& p) {
     }
   }
   const auto cc = static_cast<size_t>(p.col.count);
-  float* mine = reinterpret_cast<float*>(p.staging.data()) + static_cast<size_t>(rank()) * cc;
-  const Scaling sc = scaling_for(options_, world());
+  const Tensor mine = p.staging.tensor(DType::kFloat32, static_cast<size_t>(rank()) * cc, cc);
+  const ReductionPolicy rp = reduction_policy(options_, world());
+  const device::Ops& ops = device().ops();
   const DType wire = options_.grad_wire;
   if (wire != DType::kFloat32) {
-    const std::byte* w_mine =
-        p.staging.data() + static_cast<size_t>(rank()) * cc * dtype_size(wire);
-    widen_in_place(w_mine, cc, wire, sc.post, mine);
-  } else if (sc.post != 1.0f) {
-    optim::scale_in_place({mine, cc}, sc.post);
+    const Tensor w_mine = p.staging.tensor(wire, static_cast<size_t>(rank()) * cc, cc);
+    ZT_RETURN_IF_ERROR(ops.widen_in_place(w_mine.data, cc, wire, rp.post, mine.ptr<float>()));
+  } else if (rp.post != 1.0f) {
+    ZT_RETURN_IF_ERROR(ops.scale(mine, rp.post));
   }
-  add_owned(grads_, *p.list, p.col,
-            [&](const Piece&, int64_t lo) -> const float* { return mine + (lo - p.col.offset); });
+  ZT_RETURN_IF_ERROR(add_owned(grads_, *p.list, p.col, [&](const Piece&, int64_t lo, int64_t count) {
+    return mine.slice(static_cast<size_t>(lo - p.col.offset), count);
+  }));
   pool_.release(std::move(p.staging));
   return Status();
 }
@@ -186,16 +171,19 @@ Status Stage3Strategy::reduce_gradients() {
   if (param_dtype_ == DType::kFloat32) return Status();  // owned_grads_ is grads_
   const auto own = static_cast<size_t>(layout_.owned_numel());
   ZT_ASSIGN_OR_RETURN(step_grads_,
-                      PartitionArray::allocate(DType::kFloat32, own,
-                                               options_.offload_optimizer, options_.pin_memory));
-  owned_grads_ = step_grads_.f32();
-  grads_.read(0, own, owned_grads_.data());
-  return Status();
+                      PartitionArray::allocate(device(), DType::kFloat32, own,
+                                               {.host = options_.offload_optimizer,
+                                                .pin = options_.pin_memory,
+                                                .category = device::MemoryCategory::kBuffers},
+                                               "fp32 gradients of the step"));
+  owned_grads_ = step_grads_.tensor();
+  return grads_.read(0, owned_grads_);
 }
 
 void Stage3Strategy::zero_gradients() {
   (void)drain_reduces();
-  grads_.fill_zero();
+  const Status s = grads_.fill_zero();
+  ZT_CHECK(s.ok(), s.to_string());
   if (param_dtype_ != DType::kFloat32) {
     step_grads_ = PartitionArray();
     owned_grads_ = {};
@@ -203,7 +191,7 @@ void Stage3Strategy::zero_gradients() {
   // An aborted backward may leave full buffers bound: the sum is partial.
   for (size_t g = 0; g < buffers_.size(); ++g) {
     if (buffers_[g].grads.empty()) continue;
-    options_.model->set_group_gradients(static_cast<int>(g), nullptr);
+    model_->set_group_gradients(static_cast<int>(g), nullptr);
     pool_.release(std::move(buffers_[g].grads));
   }
 }

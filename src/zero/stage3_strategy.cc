@@ -4,24 +4,22 @@
 #include "zero/stage3_strategy.h"
 
 #include <algorithm>
-#include <cmath>
-#include <cstring>
 #include <string>
 
+#include "device/ops.h"
+#include "zero/memory_ops.h"
 #include "zero/pass_trace.h"
-#include "zero/sharded_strategy.h"
 
 namespace zerotrain::zero {
 namespace {
 
-Status validate(const Stage3Options& o) {
-  if (o.model == nullptr || o.comm == nullptr)
-    return invalid_argument("Stage3Strategy: model and comm are required");
-  if (o.model->parameters() == nullptr || o.model->gradients() == nullptr)
+using device::MemoryCategory;
+
+Status validate(const model::Module* m, const StrategyOptions& o) {
+  if (m->parameters() == nullptr || m->gradients() == nullptr)
     return invalid_argument(
         "Stage3Strategy: the model needs flat parameter and gradient buffers holding its "
-        "initial weights (GptModelOptions own_parameters/own_gradients)");
-  if (o.state_count < 0) return invalid_argument("Stage3Strategy: state_count < 0");
+        "initial weights (ModuleOptions own_parameters/own_gradients)");
   for (const auto& [key, v] : {std::pair{"reduce_bucket_size", o.reduce_bucket_size},
                                std::pair{"sub_group_size", o.sub_group_size},
                                std::pair{"stage3_max_live_parameters", o.max_live_parameters}})
@@ -35,23 +33,26 @@ Status validate(const Stage3Options& o) {
     if (v < 0)
       return invalid_argument(std::string("zero_optimization.") + key + ": must be >= 0, got " +
                               std::to_string(v));
-  if (!(o.predivide_factor > 0) || !std::isfinite(o.predivide_factor))
-    return invalid_argument("gradient_predivide_factor: must be a positive number, got " +
-                            std::to_string(o.predivide_factor));
-  return Status();
+  return validate_common(o);
 }
 
 }  // namespace
 
-StatusOr<std::unique_ptr<Stage3Strategy>> Stage3Strategy::create(const Stage3Options& o) {
-  ZT_RETURN_IF_ERROR(validate(o));
-  std::unique_ptr<Stage3Strategy> s(new Stage3Strategy(o));
-  model::GptModel& m = *o.model;
-  const int n = o.comm->world_size();
-  std::span<float> flat(m.parameters(), static_cast<size_t>(m.layout().total_numel()));
-  if (n > 1) ZT_RETURN_IF_ERROR(o.comm->broadcast(flat, 0));
+StatusOr<std::unique_ptr<Stage3Strategy>> Stage3Strategy::create(model::Module* model,
+                                                                  comm::Communicator* comm,
+                                                                  const StrategyOptions& o) {
+  if (model == nullptr || comm == nullptr)
+    return invalid_argument("Stage3Strategy: model and comm are required");
+  ZT_RETURN_IF_ERROR(validate(model, o));
+  std::unique_ptr<Stage3Strategy> s(new Stage3Strategy(model, comm, o));
+  model::Module& m = *model;
+  const int n = comm->world_size();
+  const Tensor flat(m.parameters(), DType::kFloat32, static_cast<size_t>(m.layout().total_numel()),
+                    &m.device());
+  if (n > 1) ZT_RETURN_IF_ERROR(comm->broadcast(flat, 0));
   s->param_dtype_ = o.dtype;
-  s->layout_ = Stage3Layout(m.layout(), n, o.comm->rank(), o.param_persistence_threshold,
+  s->pool_ = BufferPool(&m.device());
+  s->layout_ = Stage3Layout(m.layout(), n, comm->rank(), o.param_persistence_threshold,
                             o.model_persistence_threshold);
   std::vector<int64_t> group_numel;
   for (const GroupPlan& g : s->layout_.groups()) group_numel.push_back(g.numel);
@@ -74,51 +75,76 @@ Stage3Strategy::~Stage3Strategy() {
     if (p.work) (void)p.work->wait();
   for (GroupBuffers& b : buffers_)
     if (b.gather) (void)b.gather->wait();
-  if (hooks_installed_) options_.model->set_hooks({});
+  if (hooks_installed_) model_->set_hooks({});
+}
+
+Tensor Stage3Strategy::group_tensor(int g, const device::Buffer& b) const {
+  return b.tensor(DType::kFloat32, 0, static_cast<size_t>(layout_.group(g).numel));
 }
 
 // The owned arrays, filled from the broadcast full weights `flat`.
-Status Stage3Strategy::allocate(std::span<const float> flat) {
+Status Stage3Strategy::allocate(ConstTensor flat) {
+  device::Device& d = device();
   const auto own = static_cast<size_t>(layout_.owned_numel());
   const bool opt_host = options_.offload_optimizer;
   const bool separate = param_dtype_ != DType::kFloat32;
   const bool master_host = opt_host || (!separate && options_.offload_param);
   // fp32 offloaded by offload_param alone: that block's pin_memory.
   const bool master_pin = opt_host ? options_.pin_memory : options_.pin_param_memory;
-  ZT_ASSIGN_OR_RETURN(master_store_, PartitionArray::allocate(DType::kFloat32, own,
-                                                              master_host, master_pin));
-  std::span<float> master = master_store_.f32();
+  ZT_ASSIGN_OR_RETURN(
+      master_store_,
+      PartitionArray::allocate(
+          d, DType::kFloat32, own,
+          {.host = master_host,
+           .pin = master_pin,
+           .category = separate ? MemoryCategory::kMasterWeights : MemoryCategory::kParameters},
+          separate ? "fp32 master partition" : "parameter partition"));
+  const Tensor master = master_store_.tensor();
   for (const GroupPlan& g : layout_.groups())
     for (const CompactList* l : {&g.gathered, &g.persistent})
       for (const Piece& p : l->mine)
-        std::memcpy(master.data() + p.owned, flat.data() + p.flat,
-                    static_cast<size_t>(p.count) * sizeof(float));
+        ZT_RETURN_IF_ERROR(device::copy(flat.slice(static_cast<size_t>(p.flat), p.count),
+                                        master.slice(static_cast<size_t>(p.owned), p.count)));
   if (separate) {
-    ZT_ASSIGN_OR_RETURN(param_store_, PartitionArray::allocate(param_dtype_, own,
-                                                               options_.offload_param,
-                                                               options_.pin_param_memory));
+    ZT_ASSIGN_OR_RETURN(param_store_,
+                        PartitionArray::allocate(d, param_dtype_, own,
+                                                 {.host = options_.offload_param,
+                                                  .pin = options_.pin_param_memory,
+                                                  .category = MemoryCategory::kParameters},
+                                                 "parameter partition"));
     params_ = &param_store_;
-    params_->write(0, master);  // rounded to the model dtype
+    ZT_RETURN_IF_ERROR(params_->write(0, master));  // rounded to the model dtype
   }
-  ZT_ASSIGN_OR_RETURN(grads_,
-                      PartitionArray::allocate(param_dtype_, own, opt_host, options_.pin_memory));
-  if (param_dtype_ == DType::kFloat32) owned_grads_ = grads_.f32();
+  ZT_ASSIGN_OR_RETURN(grads_, PartitionArray::allocate(d, param_dtype_, own,
+                                                       {.host = opt_host,
+                                                        .pin = options_.pin_memory,
+                                                        .category = MemoryCategory::kGradients},
+                                                       "gradient partition"));
+  if (param_dtype_ == DType::kFloat32) owned_grads_ = grads_.tensor();
   for (int i = 0; i < options_.state_count; ++i) {
-    ZT_ASSIGN_OR_RETURN(PartitionArray st, PartitionArray::allocate(DType::kFloat32, own,
-                                                                    opt_host, options_.pin_memory));
+    ZT_ASSIGN_OR_RETURN(PartitionArray st,
+                        PartitionArray::allocate(d, DType::kFloat32, own,
+                                                 {.host = opt_host,
+                                                  .pin = options_.pin_memory,
+                                                  .category = MemoryCategory::kOptimizerStates},
+                                                 "optimizer states"));
     states_.push_back(std::move(st));
   }
-  for (PartitionArray& st : states_) state_spans_.push_back(st.f32());
+  for (const PartitionArray& st : states_) state_tensors_.push_back(st.tensor());
   // Whole copies of the persistent tensors, rounded as the model sees them.
-  ZT_ASSIGN_OR_RETURN(persistent_, device::cpu::AlignedBuffer<float>::allocate(
-                                       static_cast<size_t>(layout_.persistent_numel())));
-  for (const GroupPlan& g : layout_.groups())
+  ZT_ASSIGN_OR_RETURN(
+      persistent_, d.allocate(static_cast<size_t>(layout_.persistent_numel()) * sizeof(float),
+                              MemoryCategory::kParameters, "persistent parameters"));
+  const Tensor persistent = persistent_.tensor(DType::kFloat32);
+  for (const GroupPlan& g : layout_.groups()) {
+    Status st;
     for_each_extent(g.persistent, [&](int64_t f, int64_t c, int64_t cnt) {
-      const auto len = static_cast<size_t>(cnt);
-      std::span<float> dst = persistent_.span().subspan(
-          static_cast<size_t>(g.persistent_offset + c), len);
-      round_to(options_.dtype, flat.subspan(static_cast<size_t>(f), len), dst);
+      if (!st.ok()) return;
+      st = d.ops().round_through(options_.dtype, flat.slice(static_cast<size_t>(f), cnt),
+                                 persistent.slice(static_cast<size_t>(g.persistent_offset + c), cnt));
     });
+    ZT_RETURN_IF_ERROR(st);
+  }
   return Status();
 }
 
@@ -128,29 +154,29 @@ void Stage3Strategy::install_hooks() {
   h.after_forward = [this](int s) { return coordinator_.after_step(s); };
   h.before_backward = [this](int s) { return on_before_backward(s); };
   h.after_backward = [this](int s) { return on_after_backward(s); };
-  options_.model->set_hooks(std::move(h));
+  model_->set_hooks(std::move(h));
   hooks_installed_ = true;
 }
 
 // Own chunk of group g's gathered list (storage dtype) into chunk `rank`
 // of a staging buffer of all N chunks, then the all-gather in place.
-Status Stage3Strategy::issue_gather(int g, BufferPool::Buffer* staging, comm::WorkPtr* work) {
+Status Stage3Strategy::issue_gather(int g, device::Buffer* staging, comm::WorkPtr* work) {
   const CompactList& l = layout_.group(g).gathered;
   // One rank owns it all: unpack_gather reads the partition itself.
   if (l.count == 0 || world() == 1) return Status();
   const size_t es = dtype_size(param_dtype_);
   const auto chunk = static_cast<size_t>(l.chunk);
   ZT_ASSIGN_OR_RETURN(*staging, pool_.acquire(static_cast<size_t>(l.padded()) * es));
-  std::byte* mine = staging->data() + static_cast<size_t>(rank()) * chunk * es;
+  const Tensor all = staging->tensor(param_dtype_);
+  const Tensor mine = all.slice(static_cast<size_t>(rank()) * chunk, chunk);
   size_t filled = 0;
   for (const Piece& p : l.mine) {
-    std::memcpy(mine + static_cast<size_t>(p.compact) * es, params_->at(static_cast<size_t>(p.owned)),
-                static_cast<size_t>(p.count) * es);
+    ZT_RETURN_IF_ERROR(device::copy(params_->slice(static_cast<size_t>(p.owned), p.count),
+                                    mine.slice(static_cast<size_t>(p.compact), p.count)));
     filled = static_cast<size_t>(p.compact + p.count);
   }
-  std::memset(mine + filled * es, 0, (chunk - filled) * es);  // padding
-  *work = options_.comm->allgather_async(std::span<const std::byte>(mine, chunk * es),
-                                         std::span<std::byte>(staging->data(), staging->size()));
+  ZT_RETURN_IF_ERROR(fill_zero(mine.slice(filled, chunk - filled)));  // padding
+  *work = comm_->allgather_async(mine, all);
   if (options_.overlap_comm) return Status();
   // Inline: complete now, in order.
   Status s = (*work)->wait();
@@ -158,20 +184,28 @@ Status Stage3Strategy::issue_gather(int g, BufferPool::Buffer* staging, comm::Wo
   return s;
 }
 
-void Stage3Strategy::unpack_gather(int g, const std::byte* staging, float* dst) {
+Status Stage3Strategy::unpack_gather(int g, const device::Buffer* staging, Tensor dst) {
   const GroupPlan& plan = layout_.group(g);
-  const size_t es = dtype_size(param_dtype_);
+  const auto at = [&](int64_t flat, int64_t count) {
+    return dst.slice(static_cast<size_t>(flat - plan.offset), static_cast<size_t>(count));
+  };
+  Status st;
   if (staging != nullptr) {
+    const Tensor all = staging->tensor(param_dtype_);
     for_each_extent(plan.gathered, [&](int64_t f, int64_t c, int64_t cnt) {
-      to_fp32(param_dtype_, staging + static_cast<size_t>(c) * es, static_cast<size_t>(cnt),
-              dst + (f - plan.offset));
+      if (st.ok()) st = convert_to(all.slice(static_cast<size_t>(c), cnt), at(f, cnt));
     });
   } else if (world() == 1) {  // no staging copy: this rank's pieces are the whole list
     for (const Piece& p : plan.gathered.mine)
-      to_fp32(param_dtype_, params_->at(static_cast<size_t>(p.owned)), static_cast<size_t>(p.count),
-              dst + (p.flat - plan.offset));
+      if (st.ok()) st = convert_to(params_->slice(static_cast<size_t>(p.owned), p.count),
+                                   at(p.flat, p.count));
   }
-  unpack_list(plan.persistent, plan.offset, persistent_.data() + plan.persistent_offset, dst);
+  ZT_RETURN_IF_ERROR(st);
+  return unpack_list(plan.persistent, plan.offset,
+                     persistent_.tensor(DType::kFloat32)
+                         .slice(static_cast<size_t>(plan.persistent_offset),
+                                static_cast<size_t>(plan.persistent.count)),
+                     dst);
 }
 
 Status Stage3Strategy::start_gather(int g) {
@@ -188,16 +222,14 @@ Status Stage3Strategy::finish_gather(int g) {
     s = b.gather->wait();
     b.gather.reset();
   }
-  if (s.ok()) {
-    unpack_gather(g, b.staging.empty() ? nullptr : b.staging.data(), group_params(g));
-    options_.model->set_group_parameters(g, group_params(g));
-  }
+  if (s.ok()) s = unpack_gather(g, b.staging.empty() ? nullptr : &b.staging, group_tensor(g, b.params));
+  if (s.ok()) model_->set_group_parameters(g, b.params.as<float>());
   pool_.release(std::move(b.staging));
   return s;
 }
 
 void Stage3Strategy::release(int g) {
-  options_.model->set_group_parameters(g, nullptr);
+  model_->set_group_parameters(g, nullptr);
   pool_.release(std::move(buffers_[static_cast<size_t>(g)].params));
 }
 
@@ -207,11 +239,13 @@ Status Stage3Strategy::gather_full_parameters(std::span<float> out) {
                             " floats, got " + std::to_string(out.size()));
   ZT_RETURN_IF_ERROR(coordinator_.release_all());
   for (const GroupPlan& g : layout_.groups()) {
-    BufferPool::Buffer staging;
+    device::Buffer staging;
     comm::WorkPtr work;
     ZT_RETURN_IF_ERROR(issue_gather(g.index, &staging, &work));
     if (work) ZT_RETURN_IF_ERROR(work->wait());
-    unpack_gather(g.index, staging.empty() ? nullptr : staging.data(), out.data() + g.offset);
+    ZT_RETURN_IF_ERROR(unpack_gather(
+        g.index, staging.empty() ? nullptr : &staging,
+        Tensor(out.subspan(static_cast<size_t>(g.offset), static_cast<size_t>(g.numel)))));
     pool_.release(std::move(staging));
   }
   return Status();
@@ -219,31 +253,31 @@ Status Stage3Strategy::gather_full_parameters(std::span<float> out) {
 
 Status Stage3Strategy::publish_parameters() {
   ZT_RETURN_IF_ERROR(coordinator_.release_all());
-  if (params_ != master_) params_->write(0, master_->f32());
+  if (params_ != master_) ZT_RETURN_IF_ERROR(params_->write(0, master_->tensor()));
   return refresh_persistent();
 }
 
 // Each group's persistent list: own chunk from the master (rounded to the
 // storage dtype), all-gathered, into the whole copies.
 Status Stage3Strategy::refresh_persistent() {
-  const size_t es = dtype_size(param_dtype_);
-  std::span<const float> master = master_->f32();
+  const Tensor master = master_->tensor();
+  const Tensor persistent = persistent_.tensor(DType::kFloat32);
   for (const GroupPlan& g : layout_.groups()) {
     const CompactList& l = g.persistent;
     if (l.count == 0) continue;
     const auto chunk = static_cast<size_t>(l.chunk);
-    ZT_ASSIGN_OR_RETURN(BufferPool::Buffer staging,
-                        pool_.acquire(static_cast<size_t>(l.padded()) * es));
-    std::byte* mine = staging.data() + static_cast<size_t>(rank()) * chunk * es;
-    std::memset(mine, 0, chunk * es);
+    ZT_ASSIGN_OR_RETURN(device::Buffer staging,
+                        pool_.acquire(static_cast<size_t>(l.padded()) * dtype_size(param_dtype_)));
+    const Tensor all = staging.tensor(param_dtype_);
+    const Tensor mine = all.slice(static_cast<size_t>(rank()) * chunk, chunk);
+    ZT_RETURN_IF_ERROR(fill_zero(mine));
     for (const Piece& p : l.mine)
-      from_fp32(param_dtype_, master.data() + p.owned, static_cast<size_t>(p.count),
-                mine + static_cast<size_t>(p.compact) * es);
-    if (world() > 1)
-      ZT_RETURN_IF_ERROR(options_.comm->allgather(std::span<const std::byte>(mine, chunk * es),
-                                                  std::span<std::byte>(staging.data(), staging.size())));
-    to_fp32(param_dtype_, staging.data(), static_cast<size_t>(l.count),
-            persistent_.data() + g.persistent_offset);
+      ZT_RETURN_IF_ERROR(convert_to(master.slice(static_cast<size_t>(p.owned), p.count),
+                                    mine.slice(static_cast<size_t>(p.compact), p.count)));
+    if (world() > 1) ZT_RETURN_IF_ERROR(comm_->allgather(mine, all));
+    ZT_RETURN_IF_ERROR(
+        convert_to(all.slice(0, static_cast<size_t>(l.count)),
+                   persistent.slice(static_cast<size_t>(g.persistent_offset), l.count)));
     pool_.release(std::move(staging));
   }
   return Status();
@@ -264,7 +298,7 @@ ModelStateBytes Stage3Strategy::model_state_bytes() const {
   add(grads_, &ModelStateBytes::gradients, false);
   for (const PartitionArray& st : states_) add(st, &ModelStateBytes::optimizer_states, false);
   add(step_grads_, &ModelStateBytes::buffers, false);
-  b.parameters += static_cast<int64_t>(persistent_.size_bytes());
+  b.parameters += static_cast<int64_t>(persistent_.bytes());
   b.buffers += pool_.bytes();
   return b;
 }

@@ -43,21 +43,20 @@
 //   reported under buffers while it exists.
 //   Persistent whole copies (fp32) and the buffer pool (gathered groups,
 //   full group gradients, staging; buffers) come on top.
-// offload_param {device: cpu}: the parameter partition lives in a
-// HostBuffer. offload_optimizer {device: cpu, pin_memory}: master, states,
-// gradient partition (and the transient fp32 gradients) in HostBuffers,
+// offload_param {device: cpu}: the parameter partition lives in host
+// memory. offload_optimizer {device: cpu, pin_memory}: master, states,
+// gradient partition (and the transient fp32 gradients) in host memory,
 // pinned if asked (best effort, one warning). fp32's single
-// parameter/master array is on the host when either is offloaded. On this
-// CPU build host and device are the same RAM: model_state_bytes() reports
-// what stays in compute memory, host_model_state_bytes() the rest.
+// parameter/master array is on the host when either is offloaded.
+// model_state_bytes() reports what stays in device memory,
+// host_model_state_bytes() the rest.
 // sub_group_size: the engine runs the optimizer over the owned arrays in
 // chunks of at most that many elements (optimizer_sub_group_size()).
 // reduce_scatter, allgather_partitions, allgather_bucket_size and
 // contiguous_gradients are stage 1-2 keys with no effect here (as in
 // DeepSpeed's stage 3: it always reduce-scatters into partitions).
 //
-//   Stage3Options o{.model = &m, .comm = c, .dtype = DType::kBFloat16, .state_count = 2};
-//   ZT_ASSIGN_OR_RETURN(auto s, Stage3Strategy::create(o));
+//   ZT_ASSIGN_OR_RETURN(auto s, Stage3Strategy::create(&model, comm, options));
 //   s->coordinator().stats().live_high_water;     // instrumented peak of gathered elements
 //
 // create() broadcasts rank 0's weights first (as the other stages), keeps
@@ -67,16 +66,15 @@
 #pragma once
 
 #include <deque>
-#include <limits>
 #include <memory>
 #include <span>
 #include <vector>
 
 #include "comm/communicator.h"
-#include "config/config.h"
-#include "model/gpt_model.h"
-#include "device/cpu/aligned_buffer.h"
+#include "device/device.h"
+#include "model/module.h"
 #include "zero/buffer_pool.h"
+#include "zero/options.h"
 #include "zero/param_coordinator.h"
 #include "zero/partition_array.h"
 #include "zero/stage3_layout.h"
@@ -84,88 +82,68 @@
 
 namespace zerotrain::zero {
 
-struct Stage3Options {
-  model::GptModel* model = nullptr;  // flat parameter and gradient buffers bound (freed)
-  comm::Communicator* comm = nullptr;
-  DType dtype = DType::kFloat32;
-  int state_count = 2;
-  config::AllreduceOp allreduce_op = config::AllreduceOp::kMean;
-  bool prescale = false;
-  double predivide_factor = 1.0;
-  // The reduce-scatters' dtype (gradient_wire_dtype): 16-bit narrows each
-  // staging bucket in place (grad_wire.h).
-  DType grad_wire = DType::kFloat32;
-  int64_t reduce_bucket_size = 500'000'000;  // elements
-  int64_t prefetch_bucket_size = 50'000'000;
-  int64_t param_persistence_threshold = 100'000;
-  // At most this many elements in persistent tensors in all (DeepSpeed's
-  // stage3_model_persistence_threshold): tensors are made persistent in
-  // layout order while the total stays within it.
-  int64_t model_persistence_threshold = std::numeric_limits<int64_t>::max();
-  int64_t max_live_parameters = 1'000'000'000;
-  int64_t max_reuse_distance = 1'000'000'000;
-  int64_t sub_group_size = 1'000'000'000;
-  bool overlap_comm = false;
-  bool offload_param = false;
-  bool pin_param_memory = true;  // offload_param.pin_memory
-  bool offload_optimizer = false;
-  bool pin_memory = true;  // offload_optimizer.pin_memory
-};
-
 class Stage3Strategy : public ZeroStrategy, private GatherBackend {
  public:
   // InvalidArgument for a model without flat buffers, bucket or sub-group
   // sizes < 1, negative stage3 sizes, a bad predivide factor, or a
   // max_live_parameters below one stage's groups; comm errors otherwise.
-  static StatusOr<std::unique_ptr<Stage3Strategy>> create(const Stage3Options& o);
+  static StatusOr<std::unique_ptr<Stage3Strategy>> create(model::Module* model,
+                                                          comm::Communicator* comm,
+                                                          const StrategyOptions& o);
   ~Stage3Strategy() override;
 
   int stage() const override { return 3; }
   Status after_backward(bool boundary) override;
   Status reduce_gradients() override;
-  bool gradients_partitioned() const override { return true; }
-  std::span<float> owned_gradients() override { return owned_grads_; }
-  std::span<float> owned_master() override { return master_->f32(); }
-  std::span<const std::span<float>> optimizer_states() override { return state_spans_; }
+  Tensor owned_gradients() override { return owned_grads_; }
+  Tensor owned_master() override { return master_->tensor(); }
+  std::span<const Tensor> optimizer_states() override { return state_tensors_; }
   Status publish_parameters() override;
   void zero_gradients() override;
   ModelStateBytes model_state_bytes() const override;
   ModelStateBytes host_model_state_bytes() const override;
   std::vector<Range> owned_ranges() const override { return layout_.owned_ranges(); }
   int64_t optimizer_sub_group_size() const override { return options_.sub_group_size; }
-
   Status gather_full_parameters(std::span<float> out) override;
+
   const Stage3Layout& layout() const { return layout_; }
   const ParamCoordinator& coordinator() const { return coordinator_; }
 
+ protected:
+  bool gradients_partitioned() const override { return true; }
+  comm::Communicator& communicator() const override { return *comm_; }
+
  private:
   struct GroupBuffers {
-    BufferPool::Buffer params;   // [numel] fp32, bound while gathered
-    BufferPool::Buffer grads;    // [numel] fp32, bound during its backward
-    BufferPool::Buffer staging;  // the gather's N chunks, storage dtype
+    device::Buffer params;   // [numel] fp32, bound while gathered
+    device::Buffer grads;    // [numel] fp32, bound during its backward
+    device::Buffer staging;  // the gather's N chunks, storage dtype
     comm::WorkPtr gather;
   };
   struct PendingReduce {  // one reduce-scatter bucket in flight
-    BufferPool::Buffer staging;
+    device::Buffer staging;
     comm::WorkPtr work;
     const CompactList* list = nullptr;
     Range col;  // chunk-relative compact range
   };
-
-  explicit Stage3Strategy(const Stage3Options& o) : options_(o) {}
-  int world() const { return options_.comm->world_size(); }
-  int rank() const { return options_.comm->rank(); }
-  float* group_params(int g) { return reinterpret_cast<float*>(buffers_[g].params.data()); }
-  Status allocate(std::span<const float> flat);
+  Stage3Strategy(model::Module* model, comm::Communicator* comm, const StrategyOptions& o)
+      : model_(model), comm_(comm), options_(o) {}
+  int world() const { return comm_->world_size(); }
+  int rank() const { return comm_->rank(); }
+  device::Device& device() const { return model_->device(); }
+  // Group g's full fp32 buffer as a tensor.
+  Tensor group_tensor(int g, const device::Buffer& b) const;
+  Status allocate(ConstTensor flat);
   void install_hooks();
   // GatherBackend.
   Status start_gather(int g) override;
   Status finish_gather(int g) override;
   void release(int g) override;
   // The group's gather into staging (own chunk packed, collective issued).
-  Status issue_gather(int g, BufferPool::Buffer* staging, comm::WorkPtr* work);
-  // Staging (arrived) -> full fp32 group buffer, persistent copies included.
-  void unpack_gather(int g, const std::byte* staging, float* dst);
+  Status issue_gather(int g, device::Buffer* staging, comm::WorkPtr* work);
+  // Staging (arrived) -> a full fp32 group buffer (device or host),
+  // persistent copies included.
+  Status unpack_gather(int g, const device::Buffer* staging, Tensor dst);
   // Gradients (stage3_reduce.cc).
   Status on_before_backward(int s);
   Status on_after_backward(int s);
@@ -175,7 +153,9 @@ class Stage3Strategy : public ZeroStrategy, private GatherBackend {
   Status drain_reduces();
   Status refresh_persistent();
 
-  Stage3Options options_;
+  model::Module* model_;
+  comm::Communicator* comm_;
+  StrategyOptions options_;
   DType param_dtype_ = DType::kFloat32;
   Stage3Layout layout_;
   ParamCoordinator coordinator_;
@@ -184,11 +164,11 @@ class Stage3Strategy : public ZeroStrategy, private GatherBackend {
   PartitionArray* master_ = &master_store_;
   PartitionArray* params_ = &master_store_;
   std::vector<PartitionArray> states_;
-  std::vector<std::span<float>> state_spans_;
-  PartitionArray step_grads_;                // fp32 view for 16-bit gradients, boundary only
-  std::span<float> owned_grads_;             // what the engine reads: grads_ or step_grads_
-  device::cpu::AlignedBuffer<float> persistent_;  // [persistent_numel] whole copies
-  std::vector<GroupBuffers> buffers_;        // [num_groups]
+  std::vector<Tensor> state_tensors_;
+  PartitionArray step_grads_;  // fp32 view for 16-bit gradients, boundary only
+  Tensor owned_grads_;         // what the engine reads: grads_ or step_grads_
+  device::Buffer persistent_;  // [persistent_numel] fp32 whole copies
+  std::vector<GroupBuffers> buffers_;  // [num_groups]
   BufferPool pool_;
   std::deque<PendingReduce> reduces_;
   bool hooks_installed_ = false;

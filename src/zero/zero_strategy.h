@@ -1,23 +1,25 @@
 // ZeroStrategy: what a ZeRO stage owns and does for the Engine — where the
 // fp32 master weights, the optimizer states and the reduced gradients live,
 // how gradients are combined over ranks and how new weights reach the
-// model. The Engine keeps the precision and step logic (overflow, loss
-// scale, clipping, optimizer, scheduler) and drives a strategy through this
-// interface only, so stages 1-3 plug in without touching the step:
+// model. The Engine keeps the precision and step logic (loss scale,
+// clipping, optimizer, scheduler) and drives a strategy through this
+// interface only, so stages plug in without touching the step:
 //
 //   micro-step:  model backward into model grads -> after_backward(boundary)
-//   boundary:    reduce_gradients() -> [engine: overflow, norm, clip]
-//                -> optimizer on (owned_master, owned_gradients, states)
-//                -> publish_parameters() -> zero_gradients()
+//   boundary:    reduce_gradients() -> gradient_stats() (over all ranks)
+//                -> [engine: overflow, clip] -> optimizer on
+//                (owned_master, owned_gradients, states) -> publish_parameters()
+//                -> zero_gradients()
 //
 // "Owned" is this rank's partition: everything for stage 0, a 1/N shard
-// for stages 1-3 (its real elements only: padding is never owned). When
-// gradients_partitioned(), the engine sums norms and max-reduces overflow
-// flags over ranks; otherwise each rank already holds the full, identical
-// result.
+// for stages 1-3 (its real elements only: padding is never owned). The
+// owned tensors are in the device's memory, or in host memory when
+// offloaded (Tensor::device says which; the engine runs the optimizer on
+// that memory's Ops).
 //
 //   ZT_RETURN_IF_ERROR(s->reduce_gradients());
-//   opt.update(s->owned_master(), s->owned_gradients(), s->optimizer_states());
+//   ZT_ASSIGN_OR_RETURN(GradientStats st, s->gradient_stats());
+//   opt.update(s->owned_master(), s->owned_gradients(), s->optimizer_states(), {}, scale);
 //   ZT_RETURN_IF_ERROR(s->publish_parameters());
 //
 // Thread-safety: one owner (the Engine); not synchronised.
@@ -27,26 +29,18 @@
 #include <span>
 #include <vector>
 
-#include "core/status.h"
 #include "core/range.h"
+#include "core/status.h"
+#include "core/tensor.h"
+#include "comm/communicator.h"
+#include "zero/memory_model.h"
 
 namespace zerotrain::zero {
 
-// Bytes of model states this rank holds (DESIGN.md "ZeRO memory per rank"),
-// each category exactly what is allocated for it.
-struct ModelStateBytes {
-  int64_t parameters = 0;        // the model's compute copy
-  int64_t gradients = 0;         // persistent gradients (stage 0/1: the model's buffer;
-                                 // stage 2: the own partition's accumulator)
-  int64_t master_weights = 0;    // fp32 master copy; 0 when it is the compute copy (fp32)
-  int64_t optimizer_states = 0;  // Adam: m and v
-  // Reused staging that holds no state between micro-steps: the
-  // communication buckets, and for stage 2 the model's full gradient buffer
-  // that each backward writes into and the reduction empties again.
-  int64_t buffers = 0;
-  int64_t total() const {
-    return parameters + gradients + master_weights + optimizer_states + buffers;
-  }
+// The boundary step's gradient statistics, over every rank.
+struct GradientStats {
+  bool overflow = false;     // some gradient is inf or NaN
+  double sum_squares = 0.0;  // Σ g² of the (loss-scaled) gradients
 };
 
 class ZeroStrategy {
@@ -63,30 +57,34 @@ class ZeroStrategy {
   // At the boundary: owned_gradients() become the gradients combined over
   // ranks (mean or sum per gradient_allreduce_op), still loss-scaled.
   virtual Status reduce_gradients() = 0;
-  virtual bool gradients_partitioned() const = 0;
-  virtual std::span<float> owned_gradients() = 0;
-  virtual std::span<float> owned_master() = 0;
-  // optimizer->state_count() spans, each owned_master().size() long.
-  virtual std::span<const std::span<float>> optimizer_states() = 0;
+  // After reduce_gradients: overflow and Σ g² of the reduced gradients
+  // over all ranks (each rank's owned part summed in double, in fixed
+  // blocks; a partitioned stage then max-reduces the overflow flag and
+  // sums the squares in fp32 over the ranks).
+  StatusOr<GradientStats> gradient_stats();
+  virtual Tensor owned_gradients() = 0;  // fp32
+  virtual Tensor owned_master() = 0;     // fp32
+  // optimizer->state_count() tensors, each owned_master()'s length.
+  virtual std::span<const Tensor> optimizer_states() = 0;
   // After the optimizer step: the model computes from the new weights
   // (rounded to the model dtype; stages 1-3 also gather them).
   virtual Status publish_parameters() = 0;
   virtual void zero_gradients() = 0;
-  // Model states held in (device) compute memory, by category.
+  // Model states held in device memory, by category.
   virtual ModelStateBytes model_state_bytes() const = 0;
   // Model states moved to host memory by offload_optimizer / offload_param
-  // (zero without offload). On this CPU build "device" and "host" are the
-  // same RAM; the split says which buffers a GPU build would keep where.
+  // (zero without offload).
   virtual ModelStateBytes host_model_state_bytes() const { return {}; }
   // The flat ranges of Ψ whose concatenation, in order, owned_master() and
-  // each optimizer_states() span hold (stage 0: {[0, Ψ)}; stages 1-2: the
-  // rank's shard; stage 3: its piece of every group). Checkpoints write and
-  // re-partition by them; after writing owned_master()/optimizer_states()
-  // from outside, publish_parameters() brings the model up to date.
+  // each optimizer_states() tensor hold (stage 0: {[0, Ψ)}; stages 1-2:
+  // the rank's shard; stage 3: its piece of every group). Checkpoints
+  // write and re-partition by them; after writing owned_master() /
+  // optimizer_states() from outside, publish_parameters() brings the model
+  // up to date.
   virtual std::vector<Range> owned_ranges() const = 0;
-  // Collective (every rank, between steps): out[0, Ψ) = the full weights
-  // the model computes from (rounded to the model dtype), e.g. for tests
-  // and export. InvalidArgument unless out holds Ψ floats.
+  // Collective (every rank, between steps): out[0, Ψ) (host memory) = the
+  // full weights the model computes from (rounded to the model dtype),
+  // e.g. for tests and export. InvalidArgument unless out holds Ψ floats.
   virtual Status gather_full_parameters(std::span<float> out) = 0;
   // Completes the collectives a step leaves running (stages 1-2 with
   // overlap_comm: the parameter all-gather, which otherwise lands under
@@ -98,11 +96,13 @@ class ZeroStrategy {
   // (sub_group_size: bounds the optimizer's working set); 0: one chunk. The
   // optimizers are element-wise, so chunking never changes the result.
   virtual int64_t optimizer_sub_group_size() const { return 0; }
-};
 
-// DESIGN.md's per-rank model-state bytes for Adam (K = 12) over Ψ = numel
-// elements and N ranks: stage 0 16Ψ, 1 4Ψ + 12Ψ/N, 2 2Ψ + 14Ψ/N, 3 16Ψ/N
-// (divisions rounded up).
-int64_t zero_formula_bytes(int stage, int64_t numel, int world_size);
+ protected:
+  // Whether ranks hold different parts of the gradients (stages 1-3), so
+  // gradient_stats reduces over them; stage 0's ranks hold identical ones.
+  virtual bool gradients_partitioned() const = 0;
+  // The communicator gradient_stats reduces over.
+  virtual comm::Communicator& communicator() const = 0;
+};
 
 }  // namespace zerotrain::zero

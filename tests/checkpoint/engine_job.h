@@ -16,11 +16,12 @@
 #include <vector>
 
 #include "checkpoint/export.h"
-#include "checkpoint/hf_gpt2.h"
+#include "checkpoint/hf/gpt2.h"
 #include "checkpoint/manifest.h"
 #include "checkpoint/safetensors.h"
 #include "checkpoint/test_util.h"
 #include "zero/zero_job.h"
+#include "device/device.h"
 
 namespace zerotrain::checkpoint::enginetest {
 
@@ -43,15 +44,15 @@ const std::string kFp16 =
 
 // One rank's model and the engine over it (the engine goes first).
 struct Rank {
-  model::GptModel model;
+  model::gpt2::GptModel model;
   std::unique_ptr<Engine> engine;
 };
 
 // A model initialised from `seed` and an engine over it for job j.
 inline std::unique_ptr<Rank> make_rank(Communicator& c, const Job& j, uint64_t seed,
-                                const model::GptConfig& mc = engine::testutil::micro_gpt()) {
+                                const model::gpt2::GptConfig& mc = engine::testutil::micro_gpt()) {
   const int64_t mb = j.rows / (c.world_size() * j.gas);
-  StatusOr<model::GptModel> m = model::GptModel::create(mc, {.max_batch = mb});
+  StatusOr<model::gpt2::GptModel> m = model::gpt2::GptModel::create(mc, {.max_batch = mb});
   EXPECT_TRUE(m.ok()) << m.status().to_string();
   if (!m.ok()) return nullptr;
   m->init_parameters(seed);
@@ -115,10 +116,14 @@ inline Snap snapshot(Rank& r) {
   s.weights.resize(static_cast<size_t>(numel));
   const Status st = e.strategy().gather_full_parameters(s.weights);
   EXPECT_TRUE(st.ok()) << st.to_string();
-  const std::span<const float> master = e.strategy().owned_master();
-  s.master.assign(master.begin(), master.end());
-  for (std::span<const float> st : e.strategy().optimizer_states())
-    s.master.insert(s.master.end(), st.begin(), st.end());
+  // The owned arrays through the device (they may be device memory).
+  auto append = [&](const Tensor& t) {
+    const size_t at = s.master.size();
+    s.master.resize(at + t.numel);
+    EXPECT_TRUE(device::copy_to_host(t, s.master.data() + at).ok());
+  };
+  append(e.strategy().owned_master());
+  for (const Tensor& st : e.strategy().optimizer_states()) append(st);
   return s;
 }
 

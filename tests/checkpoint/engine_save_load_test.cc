@@ -81,7 +81,7 @@ TEST(LoadRefusal, CorruptOrMismatchedCheckpointsLeaveTheEngineUnchanged) {
                    "no such tag" + me);
 
     // Another model size: 3 layers instead of 2.
-    model::GptConfig other = engine::testutil::micro_gpt();
+    model::gpt2::GptConfig other = engine::testutil::micro_gpt();
     other.n_layer = 3;
     auto o = make_rank(c, j, 11, other);
     ASSERT_NE(o, nullptr);
@@ -261,9 +261,9 @@ TEST(SaveAtomicity, AKillBetweenTheRenamesOfAReSaveLosesNothing) {
 TEST(Export, SafetensorsHoldsTheGatheredWeights) {
   TempDir dir;
   const std::string root = dir.file("ckpt");
-  model::GptConfig mc = engine::testutil::micro_gpt();
+  model::gpt2::GptConfig mc = engine::testutil::micro_gpt();
   mc.vocab_size = 60;  // 4 padding rows in wte
-  const model::ParamLayout layout(mc);
+  const model::ParamLayout layout = model::gpt2::make_layout(mc);
   const Job j{.world = 2, .stage = 3};
   std::vector<float> full;
   run_ranks(2, [&](Communicator& c) {
@@ -331,7 +331,7 @@ TEST(Export, Stage3Gathers16BitWeightsOnSaveWhenAsked) {
   EXPECT_EQ(m->extra_files, std::vector<std::string>{"model_16bit.safetensors"});
   StatusOr<SafetensorsFile> f = SafetensorsFile::open(file);
   ASSERT_TRUE(f.ok()) << f.status().to_string();
-  const model::ParamLayout layout(engine::testutil::micro_gpt());
+  const model::ParamLayout layout = model::gpt2::make_layout(engine::testutil::micro_gpt());
   EXPECT_EQ(f->tensors().size(), layout.tensors().size());
   for (const model::TensorInfo& t : layout.tensors()) {
     const SafetensorsTensor* got = f->find(t.name);

@@ -13,6 +13,7 @@
 #include "checkpoint/shard_file.h"
 #include "checkpoint/test_util.h"
 #include "core/atomic_file.h"
+#include "core/crc32.h"
 
 namespace zerotrain::checkpoint {
 namespace {
@@ -42,16 +43,14 @@ Manifest write_checkpoint(const std::string& dir) {
   m.stage = 2;
   m.precision = "fp32";
   m.numel = kNumel;
-  m.model = {.n_layer = 1, .n_head = 1, .n_embd = 8, .seq_len = 4, .vocab_size = 5, .padded_vocab = 8};
+  m.family = "gpt2";
+  m.model_config = {{"model_type", "gpt2"}, {"n_layer", 1}, {"n_head", 1}, {"n_embd", 8},
+                    {"n_positions", 4}, {"vocab_size", 5}, {"padded_vocab_size", 8}};
   m.layout = {{"a", 0, 600}, {"b", 600, 400}};
-  m.optimizer = "adamw";
   m.state_names = {"exp_avg", "exp_avg_sq"};
-  m.optimizer_step_count = 7;
-  m.lr = 1.0 / 3.0;
-  m.scheduler_type = "WarmupLR";
-  m.scheduler_last_batch_iteration = 6;
-  m.loss_scaler = {1024.0, 7, 3, 2};
-  m.global_steps = 7;
+  // The engine's own JSON (opaque to the manifest): a double must survive.
+  m.engine_state = {{"optimizer", {{"name", "adamw"}, {"lr", 1.0 / 3.0}}},
+                    {"counters", {{"global_steps", 7}}}};
   m.client_state = {{"train_loader", "seed=1 epoch=0 window=56"}};
   for (int r = 0; r < 3; ++r) {
     std::vector<std::vector<float>> data(3);
@@ -78,14 +77,62 @@ TEST(Manifest, RoundTripsEveryFieldExactly) {
   const Manifest m = write_checkpoint(root(dir));
   auto back = read_manifest(root(dir));
   ASSERT_TRUE(back.ok()) << back.status().to_string();
-  EXPECT_EQ(back->lr, 1.0 / 3.0);  // doubles survive the JSON bit for bit
-  EXPECT_EQ(back->loss_scaler, m.loss_scaler);
+  EXPECT_EQ(back->format_version, 2);
+  EXPECT_EQ(back->engine_state["optimizer"]["lr"].get<double>(), 1.0 / 3.0);  // bit for bit
+  EXPECT_EQ(back->engine_state, m.engine_state);
+  EXPECT_EQ(back->family, "gpt2");
+  EXPECT_EQ(back->model_config, m.model_config);
   EXPECT_EQ(back->layout, m.layout);
   EXPECT_EQ(back->state_names, m.state_names);
-  EXPECT_EQ(back->scheduler_last_batch_iteration, 6);
   EXPECT_EQ(back->client_state, m.client_state);
   ASSERT_EQ(back->shards.size(), 3u);
   EXPECT_EQ(back->shards[2].ranges, kRanges[2]);
+}
+
+// A version-1 manifest, as the first checkpoint format wrote it (GPT-2
+// dimensions and the engine's state as top-level objects), loads into the
+// version-2 fields: the family and its HF config, the engine's JSON.
+TEST(Manifest, AVersion1ManifestLoadsIntoVersion2Fields) {
+  TempDir dir;
+  nlohmann::json j;
+  j["format"] = "zerotrain-checkpoint";
+  j["format_version"] = 1;
+  j["tag"] = "global_step3";
+  j["world_size"] = 2;
+  j["zero_stage"] = 3;
+  j["precision"] = "bf16";
+  j["numel"] = 100;
+  j["model"] = {{"n_layer", 2}, {"n_head", 2}, {"n_embd", 32},
+                {"seq_len", 16}, {"vocab_size", 50}, {"padded_vocab", 64}};
+  j["param_layout"] = nlohmann::json::array({{"wte.weight", 0, 100}});
+  j["optimizer"] = {{"name", "adamw"}, {"state_names", {"exp_avg", "exp_avg_sq"}},
+                    {"step_count", 3}, {"lr", 0.25}};
+  j["scheduler"] = {{"type", "WarmupLR"}, {"last_batch_iteration", 2}};
+  j["loss_scaler"] = {{"cur_scale", 1.0}, {"cur_iter", 3}, {"last_overflow_iter", -1},
+                      {"cur_hysteresis", 2}};
+  j["engine"] = {{"global_steps", 3}, {"skipped_steps", 0}, {"micro_steps", 6}};
+  j["client_state"] = nlohmann::json::object();
+  j["shards"] = nlohmann::json::array(
+      {{{"rank", 0}, {"file", "s0"}, {"bytes", 1}, {"header_crc32", 0}, {"ranges", {{0, 100}}}}});
+  j["extra_files"] = nlohmann::json::array();
+  const std::string canonical = j.dump();
+  j["checksum"] = crc32(canonical.data(), canonical.size());
+  write_bytes(root(dir) + "/" + kManifestName, j.dump(1) + "\n");
+  auto m = read_manifest(root(dir));
+  ASSERT_TRUE(m.ok()) << m.status().to_string();
+  EXPECT_EQ(m->format_version, 1);
+  EXPECT_EQ(m->family, "gpt2");
+  EXPECT_EQ(m->model_config["model_type"], "gpt2");
+  EXPECT_EQ(m->model_config["n_positions"], 16);
+  EXPECT_EQ(m->model_config["padded_vocab_size"], 64);
+  EXPECT_EQ(m->state_names, (std::vector<std::string>{"exp_avg", "exp_avg_sq"}));
+  EXPECT_EQ(m->engine_state["optimizer"]["lr"], 0.25);
+  EXPECT_EQ(m->engine_state["scheduler"]["last_batch_iteration"], 2);
+  EXPECT_EQ(m->engine_state["counters"]["micro_steps"], 6);
+  EXPECT_EQ(m->engine_state["loss_scaler"]["cur_hysteresis"], 2);
+  // What this build writes is version 2, whatever it read.
+  const std::string again = manifest_to_json(*m);
+  EXPECT_NE(again.find("\"format_version\": 2"), std::string::npos);
 }
 
 TEST(Manifest, AnEditedByteIsRefusedByItsChecksum) {

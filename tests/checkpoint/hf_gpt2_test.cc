@@ -1,7 +1,7 @@
 // HF GPT-2 safetensors export/import on a small config: exact round trip of
 // the flat buffer, Conv1D transposition and wte's real rows on disk, bf16
 // rounding, HF naming variants accepted, wrong files refused by name.
-#include "checkpoint/hf_gpt2.h"
+#include "checkpoint/hf/gpt2.h"
 
 #include <gtest/gtest.h>
 
@@ -14,11 +14,13 @@
 #include "checkpoint/safetensors.h"
 #include "checkpoint/test_util.h"
 #include "core/half.h"
+#include "model/gpt2/layout.h"
 
 namespace zerotrain::checkpoint {
 namespace {
 
-using model::GptConfig;
+using model::gpt2::GptConfig;
+using model::gpt2::make_layout;
 using model::ParamLayout;
 using model::TensorInfo;
 using testing::TempDir;
@@ -82,7 +84,7 @@ Status load(const std::string& path, const ParamLayout& layout, std::vector<floa
 
 TEST(HfGpt2, WriteThenLoadGivesBackTheFlatBufferExactly) {
   TempDir dir;
-  const ParamLayout layout(small_config());
+  const ParamLayout layout = make_layout(small_config());
   const std::vector<float> params = sample_params(layout, 1);
   std::vector<std::pair<int64_t, int64_t>> reads;
   const ReadFlatFn read = [&](int64_t offset, int64_t count, float* out) {
@@ -105,7 +107,7 @@ TEST(HfGpt2, WriteThenLoadGivesBackTheFlatBufferExactly) {
 
 TEST(HfGpt2, FileHoldsHfShapesConv1dTransposedAndNoLmHead) {
   TempDir dir;
-  const ParamLayout layout(small_config());
+  const ParamLayout layout = make_layout(small_config());
   const std::vector<float> params = sample_params(layout, 2);
   const std::string path = dir.file("model.safetensors");
   ASSERT_TRUE(write_hf_gpt2(path, layout, DType::kFloat32, reader_of(params),
@@ -133,7 +135,7 @@ TEST(HfGpt2, FileHoldsHfShapesConv1dTransposedAndNoLmHead) {
 
 TEST(HfGpt2, Bf16ExportLoadsAsTheRoundedValues) {
   TempDir dir;
-  const ParamLayout layout(small_config());
+  const ParamLayout layout = make_layout(small_config());
   const std::vector<float> params = sample_params(layout, 3);
   const std::string path = dir.file("model.safetensors");
   ASSERT_TRUE(write_hf_gpt2(path, layout, DType::kBFloat16, reader_of(params)).ok());
@@ -147,7 +149,7 @@ TEST(HfGpt2, Bf16ExportLoadsAsTheRoundedValues) {
 
 TEST(HfGpt2, AcceptsTransformerPrefixTiedLmHeadAndMaskBuffers) {
   TempDir dir;
-  const ParamLayout layout(small_config());
+  const ParamLayout layout = make_layout(small_config());
   const std::vector<float> params = sample_params(layout, 4);
   std::vector<Entry> entries = hf_entries(layout, params);
   for (Entry& e : entries) e.spec.name = "transformer." + e.spec.name;
@@ -179,31 +181,31 @@ void expect_load_refused(const std::vector<Entry>& entries, const ParamLayout& l
 }
 
 TEST(HfGpt2, RefusesAMissingTensorNamingIt) {
-  const ParamLayout layout(small_config());
+  const ParamLayout layout = make_layout(small_config());
   std::vector<Entry> entries = hf_entries(layout, sample_params(layout, 5));
   std::erase_if(entries, [](const Entry& e) { return e.spec.name == "h.1.ln_2.bias"; });
   expect_load_refused(entries, layout, "no tensor 'h.1.ln_2.bias'");
 }
 
 TEST(HfGpt2, RefusesAFileForAnotherWidthNamingTensorAndShapes) {
-  const ParamLayout wider(small_config(2, 48));
-  expect_load_refused(hf_entries(wider, sample_params(wider, 6)), ParamLayout(small_config()),
+  const ParamLayout wider = make_layout(small_config(2, 48));
+  expect_load_refused(hf_entries(wider, sample_params(wider, 6)), make_layout(small_config()),
                       "'wte.weight' has shape [50, 48], expected [50, 32]");
 }
 
 TEST(HfGpt2, RefusesUnknownTensorsAndExtraLayers) {
-  const ParamLayout layout(small_config());
+  const ParamLayout layout = make_layout(small_config());
   std::vector<Entry> entries = hf_entries(layout, sample_params(layout, 7));
   entries.push_back({.spec = {.name = "h.0.attn.rotary", .shape = {2}}, .values = {1, 2}});
   expect_load_refused(entries, layout, "'h.0.attn.rotary' is not a parameter");
 
-  const ParamLayout deeper(small_config(3));
+  const ParamLayout deeper = make_layout(small_config(3));
   expect_load_refused(hf_entries(deeper, sample_params(deeper, 8)), layout,
                       "'h.2.ln_1.weight' is not a parameter of this 2-layer model");
 }
 
 TEST(HfGpt2, RefusesATensorGivenWithAndWithoutPrefix) {
-  const ParamLayout layout(small_config());
+  const ParamLayout layout = make_layout(small_config());
   std::vector<Entry> entries = hf_entries(layout, sample_params(layout, 9));
   Entry copy = entries.front();
   copy.spec.name = "transformer." + copy.spec.name;
@@ -213,7 +215,7 @@ TEST(HfGpt2, RefusesATensorGivenWithAndWithoutPrefix) {
 
 TEST(HfGpt2, ReadFlatFailureNamesTheTensorAndLeavesNoFile) {
   TempDir dir;
-  const ParamLayout layout(small_config());
+  const ParamLayout layout = make_layout(small_config());
   const std::vector<float> params = sample_params(layout, 10);
   const ReadFlatFn failing = [&](int64_t offset, int64_t count, float* out) {
     if (offset == layout.tensor("h.0.attn.c_proj.weight").offset) return io_error("disk gone");

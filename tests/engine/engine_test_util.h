@@ -12,18 +12,18 @@
 
 #include "config/config.h"
 #include "engine/engine.h"
-#include "model/gpt_model.h"
+#include "model/gpt2/gpt_model.h"
 
 namespace zerotrain::engine::testutil {
 
 // 2 layers x 32 channels, vocab 64, seq 16: ~30 K parameters.
-inline model::GptConfig micro_gpt() {
+inline model::gpt2::GptConfig micro_gpt() {
   return {
       .n_layer = 2, .n_head = 2, .n_embd = 32, .seq_len = 16, .vocab_size = 64, .padded_vocab = 64};
 }
 
-inline model::GptModel make_model(int64_t max_batch, uint64_t seed = 7) {
-  StatusOr<model::GptModel> m = model::GptModel::create(micro_gpt(), {.max_batch = max_batch});
+inline model::gpt2::GptModel make_model(int64_t max_batch, uint64_t seed = 7) {
+  StatusOr<model::gpt2::GptModel> m = model::gpt2::GptModel::create(micro_gpt(), {.max_batch = max_batch});
   ZT_CHECK(m.ok(), m.status().to_string());
   m->init_parameters(seed);
   return std::move(m).value();

@@ -4,7 +4,10 @@
 // masters, bf16 check_grad_overflow.
 #include "engine/precision.h"
 
-#include "engine/data_parallel.h"
+#include "device/cpu/cpu_device.h"
+#include "device/device.h"
+#include "device/ops.h"
+#include "zero/stage0_strategy.h"
 
 #include <gtest/gtest.h>
 
@@ -29,7 +32,7 @@ constexpr int64_t B = 2, T = 16;
 
 struct Rig {
   std::unique_ptr<comm::Communicator> comm;
-  model::GptModel model = make_model(B);
+  model::gpt2::GptModel model = make_model(B);
   std::unique_ptr<Engine> engine;
   explicit Rig(const std::string& precision) {
     auto c = comm::create_gloo_communicator(comm::CommOptions{});
@@ -53,14 +56,14 @@ struct Rig {
     const auto x = tokens(B * T, seed), y = tokens(B * T, seed + 1000);
     ASSERT_TRUE(engine->forward(x.data(), y.data(), B, T).ok());
     ASSERT_TRUE(engine->backward().ok());
-    if (set) accumulator().write(index, std::span<const float>(&value, 1));
+    if (set) ASSERT_TRUE(accumulator().write(index, std::span<const float>(&value, 1)).ok());
     Status s = engine->step();
     ASSERT_TRUE(s.ok()) << s.to_string();
   }
   // 16-bit precision: the compute copy and the gradients live in the
   // strategy's 16-bit arrays (half_compute.h), not in the model.
   zero::PartitionArray& accumulator() {
-    auto* dp = dynamic_cast<DataParallelStrategy*>(&engine->strategy());
+    auto* dp = dynamic_cast<zero::DataParallelStrategy*>(&engine->strategy());
     ZT_CHECK(dp != nullptr && dp->half_compute() != nullptr, "expected a 16-bit stage 0");
     return dp->half_compute()->gradients();
   }
@@ -90,7 +93,7 @@ TEST(EnginePrecision, Fp16OverflowSkipsStepAndHalvesAfterHysteresis) {
   EXPECT_EQ(e.get_lr(), lr0);
   EXPECT_EQ(e.loss_scale(), 256.0);
   std::vector<float> g(static_cast<size_t>(r.model.layout().total_numel()));
-  r.accumulator().read(0, g.size(), g.data());
+  ASSERT_TRUE(r.accumulator().read(0, std::span<float>(g)).ok());
   for (size_t i = 0; i < g.size(); ++i)
     ASSERT_EQ(g[i], 0.0f) << "gradients dropped after a skipped step";
 
@@ -128,7 +131,8 @@ TEST(EnginePrecision, Bf16ComputesFromRoundedMasterWeights) {
   Rig r(R"("bf16": {"enabled": true})");
   r.step(1, false);
   r.step(2, false);
-  std::span<float> master = r.engine->strategy().owned_master();
+  std::vector<float> master(r.engine->strategy().owned_master().numel);
+  ASSERT_TRUE(device::copy_to_host(r.engine->strategy().owned_master(), master.data()).ok());
   const std::vector<float> w = r.weights();
   int64_t differ = 0;
   for (size_t i = 0; i < w.size(); ++i) {
@@ -191,8 +195,9 @@ TEST(EnginePrecision, Bf16StageZeroPutsTheGradientCopyInIdleActivations) {
   ASSERT_TRUE(st.reduce_gradients().ok());  // world size 1: the copy alone
   EXPECT_EQ(r.model.activation_memory_lent(), fits);
   std::vector<float> sums(n);
-  r.accumulator().read(0, n, sums.data());
-  const std::span<float> g = st.owned_gradients();
+  ASSERT_TRUE(r.accumulator().read(0, std::span<float>(sums)).ok());
+  std::vector<float> g(st.owned_gradients().numel);
+  ASSERT_TRUE(device::copy_to_host(st.owned_gradients(), g.data()).ok());
   ASSERT_EQ(g.size(), n);
   EXPECT_TRUE(std::equal(g.begin(), g.end(), sums.begin()));
   EXPECT_FALSE(r.engine->forward(x.data(), y.data(), B, T).ok()) << "activations lent out";
@@ -201,13 +206,14 @@ TEST(EnginePrecision, Bf16StageZeroPutsTheGradientCopyInIdleActivations) {
   ASSERT_TRUE(r.engine->forward(x.data(), y.data(), B, T).ok());
 }
 
-TEST(EnginePrecision, RoundToMatchesScalarConversions) {
+TEST(EnginePrecision, RoundThroughMatchesScalarConversions) {
   std::vector<float> x(10000);
   for (size_t i = 0; i < x.size(); ++i) x[i] = std::sin(0.37 * i) * std::pow(10.0f, int(i % 9) - 4);
   x[3] = 1e6f;  // beyond fp16: inf
   std::vector<float> b(x.size()), h(x.size());
-  zero::round_to(DType::kBFloat16, x, b);
-  zero::round_to(DType::kFloat16, x, h);
+  const device::Ops& ops = device::cpu::host_ops();
+  ASSERT_TRUE(ops.round_through(DType::kBFloat16, x, std::span<float>(b)).ok());
+  ASSERT_TRUE(ops.round_through(DType::kFloat16, x, std::span<float>(h)).ok());
   for (size_t i = 0; i < x.size(); ++i) {
     ASSERT_EQ(b[i], to_float(to_bfloat16(x[i])));
     ASSERT_EQ(h[i], to_float(to_half(x[i])));

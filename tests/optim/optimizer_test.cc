@@ -24,7 +24,7 @@ TEST(OptimizerTest, AdamThroughTheInterfaceEqualsAdamDirectly) {
   std::vector<float> p1 = {1.0f, -2.0f, 0.5f}, p2 = p1, g = {0.1f, 0.2f, -0.3f};
   std::vector<float> m1(3), v1(3), m2(3), v2(3);
   std::vector<BFloat16> copy(3);
-  const std::span<float> states[] = {m1, v1};
+  const Tensor states[] = {m1, v1};
   for (int step = 0; step < 3; ++step) {
     (*opt)->begin_step();
     ASSERT_TRUE((*opt)
@@ -36,7 +36,7 @@ TEST(OptimizerTest, AdamThroughTheInterfaceEqualsAdamDirectly) {
   EXPECT_EQ(p1, p2);
   EXPECT_EQ(copy[1], to_bfloat16(p1[1]));
   EXPECT_EQ((*opt)->step_count(), 3);
-  const std::span<float> one_state[] = {m1};
+  const Tensor one_state[] = {m1};
   const Status bad = (*opt)->update(p1, make_view(std::span<const float>(g)), one_state);
   EXPECT_NE(bad.message().find("adamw: expected 2 state arrays, got 1"), std::string::npos);
 }
@@ -51,7 +51,7 @@ TEST(OptimizerTest, SgdStatesFollowMomentumAndCopiesAreWritten) {
   EXPECT_EQ((*opt)->state_names(), (std::vector<std::string>{"momentum_buffer"}));
   std::vector<float> p = {1.0f}, g = {2.0f}, buf(1);
   std::vector<Half> copy(1);
-  const std::span<float> states[] = {buf};
+  const Tensor states[] = {buf};
   (*opt)->begin_step();
   ASSERT_TRUE((*opt)
                   ->update(p, make_view(std::span<const float>(g)), states,

@@ -1,7 +1,7 @@
 // The engine-vs-estimate check of one configuration (see
 // engine_agreement_test.cc): create the engine at `world` ranks (threads
 // over Gloo TCP), read memory(), compare with
-// `zerotrain_model_states(..., StorageLayout::kEngine)`.
+// `zero::model_state_bytes(..., StorageLayout::kEngine)`.
 //
 //   run_case({.preset = "gpt2-tiny", .world = 2, .stage = 2, .offload = true});
 //
@@ -16,7 +16,8 @@
 #include "comm/rank_threads.h"
 #include "config/config.h"
 #include "engine/engine.h"
-#include "model/gpt_model.h"
+#include "model/gpt2/gpt_model.h"
+#include "model/gpt2/layout.h"
 #include "tools/estimate.h"
 
 namespace zerotrain::tools::testutil {
@@ -49,9 +50,9 @@ inline std::string config_json(const Case& c) {
 // activations are not model states, in the engine's report as in estimate.
 inline void expect_agrees(comm::Communicator& comm, const Case& c) {
   const std::string what = describe(c);
-  StatusOr<model::GptConfig> cfg = model::preset(c.preset);
+  StatusOr<model::gpt2::GptConfig> cfg = model::gpt2::preset(c.preset);
   ASSERT_TRUE(cfg.ok());
-  StatusOr<model::GptModel> m = model::GptModel::create(*cfg, {.max_batch = 1});
+  StatusOr<model::gpt2::GptModel> m = model::gpt2::GptModel::create(*cfg, {.max_batch = 1});
   ASSERT_TRUE(m.ok()) << m.status().to_string();
   if (comm.rank() == 0) m->init_parameters(7);
   config::TrainerArgs args;
@@ -64,13 +65,15 @@ inline void expect_agrees(comm::Communicator& comm, const Case& c) {
   const engine::MemoryReport r = (*e)->memory();
   const int64_t device = r.model_states.total() - r.model_states.buffers;
   const int64_t host = r.host_model_states.total() - r.host_model_states.buffers;
-  const ZeroSetup setup{.params = r.numel,
-                        .world_size = c.world,
-                        .ranks_per_node = c.world,
-                        .dtype = c.bf16 ? TrainDtype::kBf16 : TrainDtype::kFp32,
-                        .layout = StorageLayout::kEngine,
-                        .stage3_persistent_numel = model_counts(*cfg).stage3_persistent_numel};
-  StatusOr<MemoryEstimate> want = zerotrain_model_states(setup, c.stage, c.offload);
+  const zero::ModelStateSetup setup{
+      .params = r.numel,
+      .world_size = c.world,
+      .ranks_per_node = c.world,
+      .dtype = c.bf16 ? DType::kBFloat16 : DType::kFloat32,
+      .layout = zero::StorageLayout::kEngine,
+      .stage3_persistent_numel =
+          model_counts(model::gpt2::make_layout(*cfg)).stage3_persistent_numel};
+  StatusOr<MemoryEstimate> want = zero::model_state_bytes(setup, c.stage, c.offload);
   ASSERT_TRUE(want.ok()) << want.status().to_string();
   const double states = double(want->device_bytes + want->host_bytes_per_rank);
   EXPECT_LE(std::abs(double(device - want->device_bytes)), 0.05 * states)

@@ -12,6 +12,7 @@
 
 #include "comm/gloo/gloo_communicator.h"
 #include "comm/rank_threads.h"
+#include "model/gpt2/config.h"
 #include "train/data/corpus.h"
 #include "train/test_util.h"
 #include "train/train_log.h"
@@ -20,7 +21,7 @@ namespace zerotrain::train {
 namespace {
 
 // 2 layers x 64, byte vocab, block 32: ~0.13 M parameters.
-model::GptConfig small_gpt() {
+model::gpt2::GptConfig small_gpt() {
   return {.n_layer = 2,
           .n_head = 4,
           .n_embd = 64,
@@ -31,7 +32,7 @@ model::GptConfig small_gpt() {
 
 TrainOptions small(int64_t steps, std::ostream* out) {
   TrainOptions o;
-  o.model_config = small_gpt();
+  o.model_config = model::gpt2::to_json(small_gpt());
   o.steps = steps;
   o.micro_batch = 8;
   o.lr = 3e-3;

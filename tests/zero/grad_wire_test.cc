@@ -4,7 +4,7 @@
 // ring computes on the wire type: one SGD step at lr 1 moves each weight by
 // minus wire((wire(g0) + wire(g1)) / 2), with g0, g1 the ranks' own
 // gradients (16-bit partial sums rounded at each ring step; mean is kAvg).
-#include "zero/grad_wire.h"
+#include "zero/options.h"
 
 #include <gtest/gtest.h>
 
@@ -15,6 +15,8 @@
 #include "engine/engine_test_util.h"
 #include "device/cpu/kernels/reference.h"
 #include "core/half.h"
+#include "device/cpu/cpu_device.h"
+#include "device/ops.h"
 #include "zero/dtype_rounding.h"
 
 namespace zerotrain::zero {
@@ -36,29 +38,29 @@ TEST(GradWire, NarrowAndWidenInPlaceEqualTheScalarConversions) {
   for (DType wire : {DType::kBFloat16, DType::kFloat16}) {
     const size_t n = 10000;
     const std::vector<float> x = device::cpu::testing::random_floats(n, 5, 3.0f);
+    const device::Ops& ops = device::cpu::host_ops();
     std::vector<float> buf = x;
-    std::span<std::byte> w = narrow_in_place(buf, 0.5f, wire);
-    ASSERT_EQ(w.size(), 2 * n);
-    ASSERT_EQ(static_cast<void*>(w.data()), static_cast<void*>(buf.data()));
+    ASSERT_TRUE(ops.narrow_in_place(std::span<float>(buf), 0.5f, wire).ok());
+    const auto* w = reinterpret_cast<const std::byte*>(buf.data());  // the first 2n bytes
     std::vector<uint16_t> bits(n);
-    std::memcpy(bits.data(), w.data(), w.size());
+    std::memcpy(bits.data(), w, 2 * n);
     for (size_t i = 0; i < n; ++i) ASSERT_EQ(bits[i], bits_of(wire, 0.5f * x[i])) << i;
     // Widened back over the same bytes (dst == src), scaled by 4.
-    widen_in_place(w.data(), n, wire, 4.0f, buf.data());
+    ASSERT_TRUE(ops.widen_in_place(w, n, wire, 4.0f, buf.data()).ok());
     for (size_t i = 0; i < n; ++i)
       ASSERT_EQ(buf[i], 4.0f * rounded_through(wire, 0.5f * x[i])) << i;
     // A chunk widened to where its fp32 slot lies (dst after src, overlapping),
     // as a rank's own reduce-scatter piece: chunk 1 of 2.
     buf = x;
-    w = narrow_in_place(buf, 1.0f, wire);
+    ASSERT_TRUE(ops.narrow_in_place(std::span<float>(buf), 1.0f, wire).ok());
     const size_t cc = n / 2;
-    widen_in_place(w.data() + cc * 2, cc, wire, 1.0f, buf.data() + cc);
+    ASSERT_TRUE(ops.widen_in_place(w + cc * 2, cc, wire, 1.0f, buf.data() + cc).ok());
     for (size_t i = 0; i < cc; ++i)
       ASSERT_EQ(buf[cc + i], rounded_through(wire, x[cc + i])) << "chunk 1, " << i;
   }
   // fp32: narrowing only scales.
   std::vector<float> f = {1.0f, -3.0f, 0.25f};
-  narrow_in_place(f, 2.0f, DType::kFloat32);
+  ASSERT_TRUE(device::cpu::host_ops().narrow_in_place(std::span<float>(f), 2.0f, DType::kFloat32).ok());
   EXPECT_EQ(f, (std::vector<float>{2.0f, -6.0f, 0.5f}));
 }
 
@@ -74,7 +76,7 @@ Step sgd_step(int stage, const std::string& keys, const std::string& zero = "") 
   Step out;
   comm::testutil::run_ranks(2, [&](comm::Communicator& c) {
     constexpr int64_t rows = 2, T = 16;
-    model::GptModel m = make_model(rows);
+    model::gpt2::GptModel m = make_model(rows);
     const auto x = tokens(rows * T, 500 + c.rank()), y = tokens(rows * T, 600 + c.rank());
     const int64_t n = m.layout().total_numel();
     if (c.rank() == 0) out.before = copy(m.parameters(), n);
@@ -88,7 +90,7 @@ Step sgd_step(int stage, const std::string& keys, const std::string& zero = "") 
     ASSERT_TRUE(e.ok()) << e.status().to_string();
     // The local gradient from a twin model, after the engine set this
     // rank's compute threads (some kernels' sums depend on the count).
-    model::GptModel twin = make_model(rows);
+    model::gpt2::GptModel twin = make_model(rows);
     twin.zero_gradients();
     ASSERT_TRUE(twin.forward(x.data(), y.data(), rows, T).ok());
     ASSERT_TRUE(twin.backward().ok());

@@ -9,19 +9,20 @@
 #include <string>
 #include <vector>
 
-#include "model/gpt_config.h"
+#include "model/gpt2/config.h"
+#include "model/gpt2/layout.h"
 #include "model/param_layout.h"
 
 namespace zerotrain::zero {
 namespace {
 
-model::GptConfig small_gpt() {
+model::gpt2::GptConfig small_gpt() {
   return {.n_layer = 2, .n_head = 2, .n_embd = 32, .seq_len = 16, .vocab_size = 64,
           .padded_vocab = 64};
 }
 
 TEST(Stage3Layout, OwnedPiecesOfAllRanksTilePsiExactlyOnce) {
-  const model::ParamLayout layout(small_gpt());
+  const model::ParamLayout layout = model::gpt2::make_layout(small_gpt());
   const int64_t psi = layout.total_numel();
   for (int n : {1, 2, 3, 4, 7})
     for (int64_t threshold : {int64_t{0}, int64_t{100}, int64_t{1} << 40}) {
@@ -58,7 +59,7 @@ TEST(Stage3Layout, OwnedPiecesOfAllRanksTilePsiExactlyOnce) {
 }
 
 TEST(Stage3Layout, ListsTileEachGroupAndChunksAreCeilOfCountOverN) {
-  const model::ParamLayout layout(small_gpt());
+  const model::ParamLayout layout = model::gpt2::make_layout(small_gpt());
   const Stage3Layout plan(layout, 3, 1, 100);
   for (const GroupPlan& g : plan.groups()) {
     const auto& gi = layout.groups()[g.index];
@@ -79,7 +80,7 @@ TEST(Stage3Layout, ListsTileEachGroupAndChunksAreCeilOfCountOverN) {
 }
 
 TEST(Stage3Layout, TensorsBelowTheThresholdArePersistentWithinTheModelLimit) {
-  const model::ParamLayout layout(small_gpt());
+  const model::ParamLayout layout = model::gpt2::make_layout(small_gpt());
   // C = 32: ln weights/biases (32), attn.c_proj.bias and mlp.c_proj.bias
   // (32) and ln_f are below 100; c_attn.bias (96) too; c_fc.bias (128) not.
   const Stage3Layout plan(layout, 2, 0, 100);
@@ -104,7 +105,7 @@ TEST(Stage3Layout, TensorsBelowTheThresholdArePersistentWithinTheModelLimit) {
 }
 
 TEST(Stage3Layout, PackAndUnpackAreInverse) {
-  const model::ParamLayout layout(small_gpt());
+  const model::ParamLayout layout = model::gpt2::make_layout(small_gpt());
   const Stage3Layout plan(layout, 4, 2, 100);
   const GroupPlan& g = plan.group(1);
   std::vector<float> full(static_cast<size_t>(g.numel));
@@ -112,13 +113,13 @@ TEST(Stage3Layout, PackAndUnpackAreInverse) {
   std::vector<float> back(full.size(), -1.0f);
   for (const CompactList* l : {&g.gathered, &g.persistent}) {
     std::vector<float> packed(static_cast<size_t>(l->padded()), -1.0f);
-    pack_list(*l, g.offset, full.data(), packed.data());
+    ASSERT_TRUE(pack_list(*l, g.offset, full, packed).ok());
     for (int64_t i = l->count; i < l->padded(); ++i) EXPECT_EQ(packed[i], 0.0f) << "padding";
     // Rank 2's pieces address its own chunk of the packed list.
     for (const Piece& p : l->mine)
       for (int64_t k = 0; k < p.count; ++k)
         EXPECT_EQ(packed[2 * l->chunk + p.compact + k], full[p.flat - g.offset + k]);
-    unpack_list(*l, g.offset, packed.data(), back.data());
+    ASSERT_TRUE(unpack_list(*l, g.offset, packed, back).ok());
   }
   EXPECT_EQ(back, full);
 }

@@ -113,7 +113,7 @@ TEST(Stage3, LiveParametersNeverExceedTheBound) {
 
 TEST(Stage3, LiveBoundBelowOneStageIsRefusedNamingTheKey) {
   Job j = stage3_job(1, {.more = R"(, "stage3_max_live_parameters": 1000)"});
-  model::GptModel m = make_model(8);
+  model::gpt2::GptModel m = make_model(8);
   comm::testutil::run_ranks(1, [&](comm::Communicator& c) {
     auto eng = engine::Engine::create(testutil::parse(testutil::config_json(j), 1), &m, &c);
     ASSERT_FALSE(eng.ok());
@@ -156,7 +156,7 @@ TEST(Stage3, BytesOnTheWireAreThreePsiAStep) {
       if (precision == 2) j.extra += R"("communication_data_type": "fp32",)";
       const uint64_t wire = precision == 1 ? 2 : 4;
       std::vector<Result> got = run(j);
-      const model::GptModel m = make_model(1);
+      const model::gpt2::GptModel m = make_model(1);
       const auto& groups = m.layout().groups();
       uint64_t gathered = 0, reduced = 0;  // elements sent per rank
       for (const auto& g : groups) {

@@ -68,7 +68,7 @@ inline std::string config_json(const Job& j) {
 inline void train_rank(comm::Communicator& c, const Job& j, Result* out) {
   const int n = c.world_size(), rank = c.rank();
   const int64_t mb = j.rows / (n * j.gas);
-  model::GptModel m = make_model(mb, rank == 0 ? 7 : 99);  // rank 0's weights win
+  model::gpt2::GptModel m = make_model(mb, rank == 0 ? 7 : 99);  // rank 0's weights win
   auto e = engine::Engine::create(parse(config_json(j), n), &m, &c);
   ASSERT_TRUE(e.ok()) << e.status().to_string();
   for (int s = 0; s < j.steps; ++s) {

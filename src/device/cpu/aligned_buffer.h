@@ -38,6 +38,30 @@ inline constexpr size_t kMappedBytes = ~size_t{0};
 inline constexpr size_t kMappedBytes = size_t{1} << 20;
 #endif
 
+// The allocation behind AlignedBuffer (and the CPU device's memory):
+// `bytes` rounded up to whole 64-byte lines (SIMD tails may touch the last
+// one), zeroed; null when the system refuses. Release with the same size.
+inline size_t aligned_bytes(size_t bytes) {
+  return (bytes + kBufferAlignment - 1) / kBufferAlignment * kBufferAlignment;
+}
+inline void* allocate_zeroed(size_t bytes) {
+  const size_t rounded = aligned_bytes(bytes);
+  if (rounded >= kMappedBytes) {
+    void* p = ::mmap(nullptr, rounded, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    return p == MAP_FAILED ? nullptr : p;  // zero pages already
+  }
+  void* p = ::operator new (rounded, std::align_val_t{kBufferAlignment}, std::nothrow);
+  if (p != nullptr) std::memset(p, 0, rounded);
+  return p;
+}
+inline void free_zeroed(void* p, size_t bytes) {
+  const size_t rounded = aligned_bytes(bytes);
+  if (rounded >= kMappedBytes)
+    ::munmap(p, rounded);
+  else
+    ::operator delete (p, std::align_val_t{kBufferAlignment});
+}
+
 template <typename T>
 class AlignedBuffer {
   static_assert(std::is_trivially_copyable_v<T>, "AlignedBuffer holds plain data");
@@ -90,32 +114,14 @@ class AlignedBuffer {
   bool reserve_zeroed(size_t n) {
     if (n == 0) return true;
     if (n > (~size_t{0} - kBufferAlignment) / sizeof(T)) return false;
-    // Round up so the last line is ours too (SIMD tails may touch it).
-    const size_t bytes = rounded_bytes(n);
-    void* p = nullptr;
-    if (bytes >= kMappedBytes) {
-      p = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-      if (p == MAP_FAILED) return false;  // zero pages already
-    } else {
-      p = ::operator new (bytes, std::align_val_t{kBufferAlignment}, std::nothrow);
-      if (p == nullptr) return false;
-      std::memset(p, 0, bytes);
-    }
+    void* p = allocate_zeroed(n * sizeof(T));
+    if (p == nullptr) return false;
     data_ = static_cast<T*>(p);
     size_ = n;
     return true;
   }
-  static size_t rounded_bytes(size_t n) {
-    return (n * sizeof(T) + kBufferAlignment - 1) / kBufferAlignment * kBufferAlignment;
-  }
   void release() {
-    if (data_ != nullptr) {
-      const size_t bytes = rounded_bytes(size_);
-      if (bytes >= kMappedBytes)
-        ::munmap(data_, bytes);
-      else
-        ::operator delete (data_, std::align_val_t{kBufferAlignment});
-    }
+    if (data_ != nullptr) free_zeroed(data_, size_ * sizeof(T));
     data_ = nullptr;
     size_ = 0;
   }

@@ -58,7 +58,7 @@ const uint16_t* bits(const Half* p) { return reinterpret_cast<const uint16_t*>(p
 const uint16_t* bits(const BFloat16* p) { return reinterpret_cast<const uint16_t*>(p); }
 
 // Any 16-bit -> fp32 -> other 16-bit, through a stack block.
-void convert_16_via_fp32(ConstTensorView src, TensorView dst) {
+void convert_16_via_fp32(ConstTensor src, Tensor dst) {
   constexpr size_t kBlock = 1024;
   float tmp[kBlock];
   const Kernels k = kernels();
@@ -93,7 +93,7 @@ void bf16_to_fp32(std::span<const BFloat16> src, std::span<float> dst) {
   kernels().from_bf16(bits(src.data()), dst.data(), src.size());
 }
 
-Status convert(ConstTensorView src, TensorView dst) {
+Status convert(ConstTensor src, Tensor dst) {
   if (src.numel != dst.numel) {
     return invalid_argument("convert " + std::string(dtype_name(src.dtype)) + " -> " +
                             std::string(dtype_name(dst.dtype)) + ": source has " +

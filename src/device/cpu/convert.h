@@ -27,7 +27,7 @@ void bf16_to_fp32(std::span<const BFloat16> src, std::span<float> dst);
 
 // Any dtype to any dtype (same dtype copies; fp16 <-> bf16 goes through fp32
 // in blocks). InvalidArgument if the element counts differ.
-Status convert(ConstTensorView src, TensorView dst);
+Status convert(ConstTensor src, Tensor dst);
 
 // The kernels' array forms (outputs first): dst[i] = bf16(src[i]), and
 // dst[i] = float(src[i]) (exact), for i < n.

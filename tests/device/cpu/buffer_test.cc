@@ -1,4 +1,4 @@
-// AlignedBuffer, TensorView and DType helpers.
+// AlignedBuffer, Tensor and DType helpers.
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -61,15 +61,15 @@ TEST(DTypeTest, SizesNamesAndParsing) {
   EXPECT_NE(bad.status().message().find("\"fp8\""), std::string::npos);
 }
 
-TEST(TensorViewTest, TypedAccessKeepsDtypeAndBytes) {
+TEST(TensorTest, TypedAccessKeepsDtypeAndBytes) {
   AlignedBuffer<BFloat16> buf(10);
-  TensorView v = make_view(buf.span());
+  Tensor v = make_view(buf.span());
   EXPECT_EQ(v.dtype, DType::kBFloat16);
   EXPECT_EQ(v.size_bytes(), 20u);
   EXPECT_EQ(v.as<BFloat16>().data(), buf.data());
-  ConstTensorView c = v;
+  ConstTensor c = v;
   EXPECT_EQ(c.as<BFloat16>().size(), 10u);
-  EXPECT_DEATH((void)v.as<float>(), "view holds bf16, asked for fp32");
+  EXPECT_DEATH((void)v.as<float>(), "tensor holds bf16, asked for fp32");
 }
 
 }  // namespace

@@ -1,0 +1,191 @@
+// Module plumbing common to every family: buffer binding, hooks, pass
+// sequencing, initialisation through host memory, activation lending.
+#include "model/module.h"
+
+#include <algorithm>
+#include <limits>
+#include <string>
+
+#include "device/cpu/cpu_device.h"
+
+namespace zerotrain::model {
+
+Module::Module(ParamLayout layout, const ModuleOptions& options)
+    : layout_(std::move(layout)),
+      options_(options),
+      device_(options.device != nullptr ? options.device : &device::cpu::cpu_device()),
+      param_base_(static_cast<size_t>(layout_.num_groups()), nullptr),
+      grad_base_(static_cast<size_t>(layout_.num_groups()), nullptr),
+      param16_base_(static_cast<size_t>(layout_.num_groups()), nullptr) {
+  options_.device = device_;
+}
+
+Module::Module(Module&&) noexcept = default;
+Module::~Module() = default;
+
+Status Module::allocate(int64_t activation_floats) {
+  const auto bytes = static_cast<size_t>(layout_.total_bytes());
+  using device::MemoryCategory;
+  if (options_.own_parameters) {
+    ZT_ASSIGN_OR_RETURN(own_params_,
+                        device_->allocate(bytes, MemoryCategory::kParameters, "model parameters"));
+  }
+  if (options_.own_gradients) {
+    ZT_ASSIGN_OR_RETURN(own_grads_,
+                        device_->allocate(bytes, MemoryCategory::kGradients, "model gradients"));
+  }
+  ZT_ASSIGN_OR_RETURN(act_buffer_,
+                      device_->allocate(static_cast<size_t>(activation_floats) * sizeof(float),
+                                        MemoryCategory::kActivations, "activations"));
+  set_parameters(nullptr);
+  set_gradients(nullptr);
+  return ok_status();
+}
+
+void Module::set_parameters(float* flat) {
+  flat_params_ = flat != nullptr ? flat : own_params_.as<float>();
+  for (const GroupInfo& gi : layout_.groups())
+    param_base_[gi.index] = flat_params_ != nullptr ? flat_params_ + gi.offset : nullptr;
+}
+
+void Module::set_gradients(float* flat) {
+  flat_grads_ = flat != nullptr ? flat : own_grads_.as<float>();
+  for (const GroupInfo& gi : layout_.groups())
+    grad_base_[gi.index] = flat_grads_ != nullptr ? flat_grads_ + gi.offset : nullptr;
+}
+
+void Module::set_group_parameters(int g, float* base) {
+  ZT_CHECK(g >= 0 && g < num_groups(), "group ", g, " out of range");
+  param_base_[g] = base;
+  flat_params_ = nullptr;
+}
+
+void Module::set_group_gradients(int g, float* base) {
+  ZT_CHECK(g >= 0 && g < num_groups(), "group ", g, " out of range");
+  grad_base_[g] = base;
+  flat_grads_ = nullptr;
+}
+
+Status Module::set_group_parameters_bf16(int g, const BFloat16* base) {
+  ZT_CHECK(g >= 0 && g < num_groups(), "group ", g, " out of range");
+  if (!options_.bf16_compute)
+    return invalid_argument("set_group_parameters_bf16: the model was made without bf16_compute");
+  param16_base_[g] = base;
+  return on_bf16_views(std::all_of(param16_base_.begin(), param16_base_.end(),
+                                   [](const BFloat16* b) { return b != nullptr; }));
+}
+
+void Module::release_owned_buffers() {
+  own_params_ = {};
+  own_grads_ = {};
+  set_parameters(nullptr);
+  set_gradients(nullptr);
+}
+
+Status Module::init_parameters(uint64_t seed) {
+  std::vector<float> host;
+  for (const GroupInfo& gi : layout_.groups()) {
+    ZT_CHECK(param_base_[gi.index] != nullptr, "init_parameters: group ", gi.name, " unbound");
+    host.assign(static_cast<size_t>(gi.numel), 0.0f);
+    init_group(gi, seed, host.data());
+    ZT_RETURN_IF_ERROR(
+        device_->copy(param_base_[gi.index], host.data(), host.size() * sizeof(float)));
+  }
+  return ok_status();
+}
+
+void Module::zero_gradients() {
+  for (const GroupInfo& gi : layout_.groups()) {
+    ZT_CHECK(grad_base_[gi.index] != nullptr, "zero_gradients: group ", gi.name, " unbound");
+    const Status s =
+        device_->fill_zero(grad_base_[gi.index], static_cast<size_t>(gi.numel) * sizeof(float));
+    ZT_CHECK(s.ok(), s.to_string());
+  }
+}
+
+Status Module::run_hook(const std::function<Status(int)>& hook, int g) const {
+  if (!hook) return ok_status();
+  Status s = hook(g);
+  if (!s.ok()) return s.with_context("group hook for group " + std::to_string(g));
+  return s;
+}
+
+Status Module::check_bound(int stage, Pass pass) const {
+  for (int gi : param_groups_read(stage, pass)) {
+    if (param_base_[gi] == nullptr) {
+      return invalid_argument("group " + std::to_string(gi) + " (" + layout_.groups()[gi].name +
+                              ") has no parameter buffer; bind one with set_parameters or "
+                              "set_group_parameters");
+    }
+  }
+  if (pass == Pass::kForward) return ok_status();
+  for (int gi : grad_groups_written(stage)) {
+    if (grad_base_[gi] == nullptr) {
+      return invalid_argument("group " + std::to_string(gi) + " (" + layout_.groups()[gi].name +
+                              ") has no gradient buffer; bind one with set_gradients or "
+                              "set_group_gradients");
+    }
+  }
+  return ok_status();
+}
+
+float* Module::lend_activation_memory(int64_t n) {
+  if (n < 0 || static_cast<size_t>(n) * sizeof(float) > act_buffer_.bytes()) return nullptr;
+  backward_ready_ = false;
+  activations_lent_ = true;
+  return act_buffer_.as<float>();
+}
+
+StatusOr<float> Module::forward(const int32_t* tokens, const int32_t* targets, int64_t B,
+                                int64_t T, bool for_backward) {
+  if (activations_lent_) {
+    return invalid_argument(
+        "forward: the activation memory is lent out (a boundary step's transient); the "
+        "optimizer step returns it");
+  }
+  backward_ready_ = false;
+  if (targets == nullptr && !options_.full_logits)
+    return invalid_argument("forward without targets (inference) needs ModuleOptions.full_logits");
+  if (B < 1 || B > options_.max_batch || T < 1 || T > options_.max_seq) {
+    return invalid_argument(
+        "forward: B=" + std::to_string(B) + ", T=" + std::to_string(T) +
+        " outside the model's 1..max_batch=" + std::to_string(options_.max_batch) +
+        ", 1..max_seq=" + std::to_string(options_.max_seq));
+  }
+  ZT_RETURN_IF_ERROR(begin_forward(tokens, targets, B, T, for_backward));
+  for (int s = 0; s < num_groups(); ++s) {
+    ZT_RETURN_IF_ERROR(run_hook(hooks_.before_forward, s));
+    ZT_RETURN_IF_ERROR(check_bound(s, Pass::kForward));
+    ZT_RETURN_IF_ERROR(forward_stage(s));
+    ZT_RETURN_IF_ERROR(run_hook(hooks_.after_forward, s));
+  }
+  if (targets == nullptr) return std::numeric_limits<float>::quiet_NaN();
+  ZT_ASSIGN_OR_RETURN(float loss, finish_forward());
+  backward_ready_ = for_backward;
+  return loss;
+}
+
+Status Module::backward(float dloss) {
+  if (!backward_ready_) {
+    return invalid_argument(
+        "backward: needs a forward with targets (for backward) since the last backward");
+  }
+  backward_ready_ = false;
+  begin_backward(dloss);
+  for (int s = num_groups() - 1; s >= 0; --s) {
+    ZT_RETURN_IF_ERROR(run_hook(hooks_.before_backward, s));
+    ZT_RETURN_IF_ERROR(check_bound(s, Pass::kBackward));
+    ZT_RETURN_IF_ERROR(backward_stage(s));
+    ZT_RETURN_IF_ERROR(run_hook(hooks_.after_backward, s));
+  }
+  return ok_status();
+}
+
+MemoryStats Module::memory() const {
+  return {.parameter_bytes = static_cast<int64_t>(own_params_.bytes()),
+          .gradient_bytes = static_cast<int64_t>(own_grads_.bytes()),
+          .activation_bytes = static_cast<int64_t>(act_buffer_.bytes()) + scratch_bytes(),
+          .layout_bytes = layout_.total_bytes()};
+}
+
+}  // namespace zerotrain::model

@@ -1,0 +1,236 @@
+// Module: what zero/ and engine/ may know of any model family. A model is
+// a sequence of stages over named parameter tensors grouped per layer
+// (ParamLayout); its parameters and gradients live in device memory bound
+// group by group, so a ZeRO stage can keep, gather, expand and release
+// them; hooks run around every stage of the forward and the backward. A
+// family (model/gpt2/, ...) supplies the stages' compute, the pass trace
+// (which groups each stage reads and writes), its initialisation and its
+// config as JSON; everything here is generic.
+//
+//   ZT_ASSIGN_OR_RETURN(auto m, model::create_module(spec, {.max_batch = 8}));   // registry.h
+//   m->init_parameters(/*seed=*/42);
+//   m->zero_gradients();
+//   for (auto& mb : micro_batches) {                 // gradient accumulation
+//     ZT_ASSIGN_OR_RETURN(float loss, m->forward(mb.tokens, mb.targets, B, T));
+//     ZT_RETURN_IF_ERROR(m->backward(1.0f / micro_batches.size()));
+//   }
+//
+// == Parameter and gradient buffers ==
+// Every group g of layout() has a parameter base and a gradient base:
+// device pointers to group.numel floats holding that group's tensors at
+// their offsets relative to group.offset. By default (own_parameters /
+// own_gradients) they point into buffers the module allocates on its
+// device. set_parameters(flat) points every group into a caller's flat
+// buffer of layout().total_numel() floats; set_group_parameters(g, p)
+// points one group anywhere (a ZeRO-3 gather buffer). Same for gradients.
+// The module never frees caller buffers; they must stay valid while a pass
+// uses them.
+//
+// == Pass structure and hooks (what ZeRO builds on) ==
+// forward() runs stages 0 .. S-1 and backward() stages S-1 .. 0 (S =
+// num_groups(): stage s computes with group s, and may read others:
+// param_groups_read(stage, pass), grad_groups_written(stage)). Around each
+// stage the hooks run: before_forward(s) -> stage s -> after_forward(s);
+// before_backward(s) -> stage s backward -> after_backward(s). Group bases
+// are resolved after before_* returns, so a hook may gather into a fresh
+// buffer and bind it there; after_* may release it (the module keeps no
+// parameter pointer between stages). When after_backward(g) runs, group
+// g's gradients are final for this backward (a family whose stages write
+// other groups' gradients says so in grad_groups_written; those become
+// final at their own stage). From after_backward(g) on, this backward
+// neither reads nor writes group g's parameters or gradients again, so a
+// communication stream may reduce them while the earlier stages compute
+// (overlap_comm). A hook's non-OK status aborts the pass and is returned
+// (the activations are then invalid: run forward again; an aborted
+// backward leaves a partial sum in the gradients: zero them).
+// Activations are the module's, not the groups': a ZeRO stage need not
+// keep parameters alive between forward and backward; it must present the
+// same values again for the backward.
+//
+// == Semantics ==
+// forward: loss = mean over tokens with target >= 0 of the cross-entropy
+// (targets < 0 are ignored); per-token losses in losses(). targets may be
+// null (inference: loss is NaN, no backward; needs full_logits).
+// backward(dloss): ADDS d(dloss · loss)/dθ into the gradient buffers, so
+// calling it after each of k micro-batch forwards with dloss = 1/k
+// accumulates the mean over the k micro-batches; zero_gradients() starts
+// over. Each forward allows exactly one backward.
+//
+// Thread-safety: none; one module per thread.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <span>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/half.h"
+#include "core/status.h"
+#include "device/device.h"
+#include "model/param_layout.h"
+
+namespace zerotrain::model {
+
+struct ModuleOptions {
+  int64_t max_batch = 1;       // largest B forward() accepts
+  int64_t max_seq = 0;         // largest T; 0 means the config's sequence length
+  bool own_parameters = true;  // allocate a parameter buffer (else bind one)
+  bool own_gradients = true;   // allocate a gradient buffer (else bind one)
+  // bf16 mixed precision: the GEMMs read bf16 copies of their weights and
+  // inputs and accumulate in fp32 (as autocast; the family says which
+  // activations it keeps in bf16).
+  bool bf16_compute = false;
+  // Keep only the softmax's log-sum-exp per head and recompute the
+  // attention map in the backward (~5% time) instead of saving [B,NH,T,T].
+  bool recompute_attention = true;
+  // Keep the logits of all B·T rows (logits(), and forward without
+  // targets); off, the lm head runs over chunks of head_rows rows.
+  bool full_logits = false;
+  int64_t head_rows = 0;  // rows of an lm-head chunk; 0: automatic
+  // Where the parameters, gradients and activations live and the kernels
+  // run; null: the process's CPU device (device::cpu::cpu_device()).
+  device::Device* device = nullptr;
+};
+
+// Callbacks around each stage (see above); empty ones are skipped.
+struct GroupHooks {
+  std::function<Status(int group)> before_forward;
+  std::function<Status(int group)> after_forward;
+  std::function<Status(int group)> before_backward;
+  std::function<Status(int group)> after_backward;
+};
+
+enum class Pass { kForward, kBackward };
+
+struct MemoryStats {
+  int64_t parameter_bytes = 0;   // owned parameter buffer (0 if bound by caller)
+  int64_t gradient_bytes = 0;    // owned gradient buffer (0 if bound by caller)
+  int64_t activation_bytes = 0;  // saved activations + scratch, for max B, T
+  int64_t layout_bytes = 0;      // bytes of one full flat buffer (layout().total_bytes())
+};
+
+class Module {
+ public:
+  virtual ~Module();
+  Module(Module&&) noexcept;
+  Module& operator=(Module&&) = delete;
+  Module(const Module&) = delete;
+
+  // "gpt2", "llama", ...
+  virtual std::string_view family() const = 0;
+  // The model's config as its family's HF config.json holds it (with
+  // model_type): what a checkpoint records to rebuild it.
+  virtual nlohmann::json config_json() const = 0;
+  const ParamLayout& layout() const { return layout_; }
+  int num_groups() const { return layout_.num_groups(); }
+  device::Device& device() const { return *device_; }
+  const ModuleOptions& options() const { return options_; }
+  bool bf16_compute() const { return options_.bf16_compute; }
+
+  // Flat buffers: the owned one, or the one last given to set_*(flat);
+  // nullptr when groups were bound one by one or nothing is bound.
+  float* parameters() const { return flat_params_; }
+  float* gradients() const { return flat_grads_; }
+  float* group_parameters(int g) const { return param_base_[g]; }
+  float* group_gradients(int g) const { return grad_base_[g]; }
+  // flat == nullptr rebinds the owned buffer (or unbinds if none).
+  void set_parameters(float* flat);
+  void set_gradients(float* flat);
+  void set_group_parameters(int g, float* base);
+  void set_group_gradients(int g, float* base);
+  // bf16_compute: group g's parameters also as bf16 (the same values as
+  // its fp32 binding, which a 16-bit compute copy holds anyway): the GEMMs
+  // read their weights there instead of rounding the fp32 ones at every
+  // call. nullptr unbinds. InvalidArgument without bf16_compute; the
+  // family's scratch allocation error otherwise.
+  Status set_group_parameters_bf16(int g, const BFloat16* base);
+  const BFloat16* group_parameters_bf16(int g) const { return param16_base_[g]; }
+  void set_hooks(GroupHooks hooks) { hooks_ = std::move(hooks); }
+  // Frees the buffers the module allocated (own_parameters/own_gradients)
+  // and unbinds every group: ZeRO-3 keeps only partitions and binds group
+  // buffers from its hooks. parameters()/gradients() are null afterwards.
+  void release_owned_buffers();
+
+  // Fills the bound parameters (every group) from seed: the family's
+  // initialisation, group by group through host memory.
+  Status init_parameters(uint64_t seed);
+  // Zeroes the bound gradients of every group.
+  void zero_gradients();
+
+  // tokens, targets: host [B,T] row-major; copied, so they may be freed
+  // after. InvalidArgument for B, T out of range, a token outside [0, V)
+  // or a target >= V (naming b, t), or an unbound group.
+  // for_backward = false (evaluation) allows no backward.
+  StatusOr<float> forward(const int32_t* tokens, const int32_t* targets, int64_t B, int64_t T,
+                          bool for_backward = true);
+  // InvalidArgument if there was no forward with targets (for backward)
+  // since the last backward (or the activation memory was lent since).
+  Status backward(float dloss = 1.0f);
+
+  // The activation memory as scratch while no pass needs it (after a
+  // backward or an evaluation forward, until the next forward), so a
+  // boundary step's transient (a 16-bit model's fp32 gradients) takes no
+  // memory of its own: n floats of device memory, or nullptr when the
+  // buffer is smaller. A pending backward is dropped, losses() is void,
+  // and forward() refuses (InvalidArgument) until return_activation_memory().
+  float* lend_activation_memory(int64_t n);
+  void return_activation_memory() { activations_lent_ = false; }
+  bool activation_memory_lent() const { return activations_lent_; }
+
+  // Per-token losses of the last forward (host memory, B·T of them).
+  std::span<const float> losses() const { return losses_; }
+  MemoryStats memory() const;
+
+  // Groups whose parameters stage `stage` reads in `pass`, and whose
+  // gradients its backward adds into.
+  virtual std::vector<int> param_groups_read(int stage, Pass pass) const = 0;
+  virtual std::vector<int> grad_groups_written(int stage) const = 0;
+
+ protected:
+  Module(ParamLayout layout, const ModuleOptions& options);
+  // Allocates the owned buffers (after the family set up its layout) and
+  // the activation memory of `activation_floats` floats.
+  Status allocate(int64_t activation_floats);
+  const device::Ops& ops() const { return device_->ops(); }
+  float* activation_memory() const { return act_buffer_.as<float>(); }
+
+  // The family's parts. begin_forward checks and copies the inputs (B, T
+  // within the options) and returns whether a backward may follow;
+  // finish_forward returns the mean loss (NaN without targets), filling
+  // losses_.
+  virtual Status begin_forward(const int32_t* tokens, const int32_t* targets, int64_t B,
+                               int64_t T, bool for_backward) = 0;
+  virtual Status forward_stage(int stage) = 0;
+  virtual StatusOr<float> finish_forward() = 0;
+  virtual void begin_backward(float dloss) = 0;
+  virtual Status backward_stage(int stage) = 0;
+  // Fills host[0, g.numel) with group g's initial values.
+  virtual void init_group(const GroupInfo& g, uint64_t seed, float* host) const = 0;
+  // Activation bytes beyond the activation memory (the family's scratch).
+  virtual int64_t scratch_bytes() const { return 0; }
+  // Every group has (all = true) or one lost (false) its bf16 view.
+  virtual Status on_bf16_views(bool all) { return ok_status(); }
+
+  std::vector<float> losses_;  // [B·T] of the last forward (host)
+
+ private:
+  Status run_hook(const std::function<Status(int)>& hook, int g) const;
+  Status check_bound(int stage, Pass pass) const;
+
+  ParamLayout layout_;
+  ModuleOptions options_;
+  device::Device* device_ = nullptr;
+  device::Buffer own_params_, own_grads_, act_buffer_;
+  float* flat_params_ = nullptr;
+  float* flat_grads_ = nullptr;
+  std::vector<float*> param_base_, grad_base_;     // [num_groups]
+  std::vector<const BFloat16*> param16_base_;      // [num_groups], bf16 views
+  GroupHooks hooks_;
+  bool backward_ready_ = false;
+  bool activations_lent_ = false;
+};
+
+}  // namespace zerotrain::model

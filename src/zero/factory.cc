@@ -1,0 +1,56 @@
+// Stage dispatch: config.zero.stage -> its ZeroStrategy.
+#include "zero/factory.h"
+
+#include <string>
+#include <utility>
+
+#include "zero/options.h"
+#include "zero/stage0_strategy.h"
+#include "zero/stage1_strategy.h"
+#include "zero/stage2_strategy.h"
+#include "zero/stage3_strategy.h"
+
+namespace zerotrain::zero {
+namespace {
+
+template <typename S>
+StatusOr<std::unique_ptr<ZeroStrategy>> as_strategy(StatusOr<std::unique_ptr<S>> s) {
+  if (!s.ok()) return s.status();
+  return std::unique_ptr<ZeroStrategy>(std::move(s).value());
+}
+
+}  // namespace
+
+StatusOr<std::unique_ptr<ZeroStrategy>> make_strategy(const config::Config& config,
+                                                      model::Module* model,
+                                                      comm::Communicator* comm, int state_count) {
+  const int stage = config.zero.stage;
+  // Offload changes where states live; running without it while the config
+  // asks for it would be a silently ignored key.
+  if (config.zero.offload_param.enabled() && stage < 3)
+    return invalid_argument(
+        "zero_optimization.offload_param: parameter offload needs stage 3 (parameters are "
+        "partitioned only there), got stage " +
+        std::to_string(stage) + "; use offload_optimizer for stages 1 and 2");
+  if (config.zero.offload_optimizer.enabled() && stage == 0)
+    return invalid_argument(
+        "zero_optimization.offload_optimizer: stage 0 keeps no partitioned optimizer states to "
+        "offload; use stage 1, 2 or 3 (or set device to \"none\")");
+  const StrategyOptions o = strategy_options(config, state_count);
+  switch (stage) {
+    case 0:
+      return as_strategy(DataParallelStrategy::create(model, comm, o));
+    case 1:
+      return as_strategy(Stage1Strategy::create(model, comm, o));
+    case 2:
+      return as_strategy(Stage2Strategy::create(model, comm, o));
+    case 3:
+      return as_strategy(Stage3Strategy::create(model, comm, o));
+    default:
+      break;
+  }
+  return invalid_argument("zero_optimization.stage: stage " + std::to_string(stage) +
+                          " does not exist (ZeRO stages are 0, 1, 2 and 3)");
+}
+
+}  // namespace zerotrain::zero

@@ -1,0 +1,28 @@
+// The one place the ZeRO stage is chosen: config.zero.stage -> its
+// strategy, over any Module on any device.
+//
+//   ZT_ASSIGN_OR_RETURN(auto s, make_strategy(config, &model, comm, opt->state_count()));
+//
+// Thread-safety: a pure factory.
+#pragma once
+
+#include <memory>
+
+#include "comm/communicator.h"
+#include "config/config.h"
+#include "model/module.h"
+#include "zero/zero_strategy.h"
+
+namespace zerotrain::zero {
+
+// stage 0 -> DataParallelStrategy; 1 -> Stage1Strategy; 2 ->
+// Stage2Strategy; 3 -> Stage3Strategy (with the stage3_* keys,
+// sub_group_size, overlap_comm, offload_param and offload_optimizer).
+// offload_optimizer at stage 0 and offload_param below stage 3 are
+// InvalidArgument naming the key (never ignored). state_count: the
+// optimizer's state arrays per element.
+StatusOr<std::unique_ptr<ZeroStrategy>> make_strategy(const config::Config& config,
+                                                      model::Module* model,
+                                                      comm::Communicator* comm, int state_count);
+
+}  // namespace zerotrain::zero
