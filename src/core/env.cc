@@ -16,15 +16,18 @@ constexpr Var kRegistry[] = {
     {"MASTER_ADDR", "address of rank 0's rendezvous store"},
     {"MASTER_PORT", "port of rank 0's rendezvous store"},
     {"ZEROTRAIN_JOB_SECRET", "secret every store client must present (set by the launcher)"},
-    {"ZEROTRAIN_COMM_TIMEOUT", "seconds a collective or store wait may take before failing (default 30)"},
+    {"ZEROTRAIN_COMM_TIMEOUT",
+     "seconds a collective or store wait may take before failing (default 30)"},
     {"ZEROTRAIN_NODE_RANK", "index of this host among the job's hosts"},
     {"ZEROTRAIN_LOG_LEVEL", "debug, info (default), warn or error"},
     {"ZEROTRAIN_DEVICE_MEMORY",
-     "capacity of the CPU device's memory, e.g. 512MiB (default unlimited); allocations beyond it fail"},
+     "capacity of the CPU device's memory, e.g. 512MiB (default unlimited); allocations beyond it "
+     "fail"},
     {"CUDA_VISIBLE_DEVICES", "devices this process may use; the launcher sets it per worker"},
     {"OMP_NUM_THREADS", "compute threads per worker"},
     {"HOME", "where `zerotrain run` looks for .deepspeed_env"},
-    {"DS_ENV_FILE", "name of the KEY=VALUE file exported to remote workers (default .deepspeed_env)"},
+    {"DS_ENV_FILE",
+     "name of the KEY=VALUE file exported to remote workers (default .deepspeed_env)"},
     {"ZEROTRAIN_FAULT_KILL_IN_SAVE",
      "tests only: shards, manifest or rename makes rank 0 SIGKILL itself after that phase of a "
      "checkpoint save"},
@@ -55,8 +58,8 @@ StatusOr<int64_t> get_int(std::string_view name, int64_t fallback) {
   char* end = nullptr;
   long long parsed = std::strtoll(text->c_str(), &end, 10);
   if (text->empty() || *end != '\0' || errno != 0)
-    return invalid_argument("environment variable " + std::string(name) + "='" +
-                            *text + "' is not an integer");
+    return invalid_argument("environment variable " + std::string(name) + "='" + *text +
+                            "' is not an integer");
   return static_cast<int64_t>(parsed);
 }
 
@@ -67,8 +70,8 @@ StatusOr<double> get_double(std::string_view name, double fallback) {
   char* end = nullptr;
   double parsed = std::strtod(text->c_str(), &end);
   if (text->empty() || *end != '\0' || errno != 0)
-    return invalid_argument("environment variable " + std::string(name) + "='" +
-                            *text + "' is not a number");
+    return invalid_argument("environment variable " + std::string(name) + "='" + *text +
+                            "' is not a number");
   return parsed;
 }
 

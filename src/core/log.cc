@@ -1,15 +1,14 @@
 // Line-atomic stderr logging.
 #include "core/log.h"
 
+#include <atomic>
+#include <cstdio>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <utility>
 
 #include "core/env.h"
-
-#include <atomic>
-#include <cstdio>
-#include <mutex>
 
 namespace zerotrain::log {
 namespace {
@@ -19,10 +18,14 @@ std::mutex g_mutex;
 
 const char* level_tag(Level l) {
   switch (l) {
-    case Level::kDebug: return "debug";
-    case Level::kInfo: return "info";
-    case Level::kWarn: return "warning";
-    case Level::kError: return "error";
+    case Level::kDebug:
+      return "debug";
+    case Level::kInfo:
+      return "info";
+    case Level::kWarn:
+      return "warning";
+    case Level::kError:
+      return "error";
   }
   return "";
 }
@@ -33,9 +36,11 @@ void set_level(Level l) { g_level = l; }
 Status set_level_from_env() {
   std::optional<std::string> text = env::get("ZEROTRAIN_LOG_LEVEL");
   if (!text) return ok_status();
-  static constexpr std::pair<const char*, Level> kNames[] = {
-      {"debug", Level::kDebug}, {"info", Level::kInfo}, {"warn", Level::kWarn},
-      {"warning", Level::kWarn}, {"error", Level::kError}};
+  static constexpr std::pair<const char*, Level> kNames[] = {{"debug", Level::kDebug},
+                                                             {"info", Level::kInfo},
+                                                             {"warn", Level::kWarn},
+                                                             {"warning", Level::kWarn},
+                                                             {"error", Level::kError}};
   for (const auto& [name, l] : kNames) {
     if (*text == name) {
       set_level(l);

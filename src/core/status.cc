@@ -7,16 +7,26 @@ namespace zerotrain {
 
 const char* status_code_name(StatusCode code) {
   switch (code) {
-    case StatusCode::kOk: return "OK";
-    case StatusCode::kInvalidArgument: return "InvalidArgument";
-    case StatusCode::kNotFound: return "NotFound";
-    case StatusCode::kIoError: return "IoError";
-    case StatusCode::kCorruption: return "Corruption";
-    case StatusCode::kTimeout: return "Timeout";
-    case StatusCode::kUnavailable: return "Unavailable";
-    case StatusCode::kPermissionDenied: return "PermissionDenied";
-    case StatusCode::kResourceExhausted: return "ResourceExhausted";
-    case StatusCode::kInternal: return "Internal";
+    case StatusCode::kOk:
+      return "OK";
+    case StatusCode::kInvalidArgument:
+      return "InvalidArgument";
+    case StatusCode::kNotFound:
+      return "NotFound";
+    case StatusCode::kIoError:
+      return "IoError";
+    case StatusCode::kCorruption:
+      return "Corruption";
+    case StatusCode::kTimeout:
+      return "Timeout";
+    case StatusCode::kUnavailable:
+      return "Unavailable";
+    case StatusCode::kPermissionDenied:
+      return "PermissionDenied";
+    case StatusCode::kResourceExhausted:
+      return "ResourceExhausted";
+    case StatusCode::kInternal:
+      return "Internal";
   }
   return "Unknown";
 }
@@ -35,10 +45,9 @@ Status errno_status(const std::string& what, int err) {
   return io_error(what + ": " + std::strerror(err));
 }
 
-void check_failed(const char* file, int line, const char* cond,
-                  const std::string& message) {
-  std::fprintf(stderr, "zerotrain: internal check failed at %s:%d: %s%s%s\n",
-               file, line, cond, message.empty() ? "" : " — ", message.c_str());
+void check_failed(const char* file, int line, const char* cond, const std::string& message) {
+  std::fprintf(stderr, "zerotrain: internal check failed at %s:%d: %s%s%s\n", file, line, cond,
+               message.empty() ? "" : " — ", message.c_str());
   std::fflush(stderr);
   std::abort();
 }

@@ -22,15 +22,15 @@ namespace zerotrain {
 
 enum class StatusCode {
   kOk,
-  kInvalidArgument,  // bad user input: config, flags, file contents the user wrote
-  kNotFound,         // a named thing does not exist (file, key, tag)
-  kIoError,          // the OS refused a read, write, socket call
-  kCorruption,       // data failed a checksum, magic or length check
-  kTimeout,          // a deadline passed (collective, rendezvous, store wait)
-  kUnavailable,      // a peer went away (closed connection, dead rank)
-  kPermissionDenied, // authentication failed (wrong job secret)
+  kInvalidArgument,    // bad user input: config, flags, file contents the user wrote
+  kNotFound,           // a named thing does not exist (file, key, tag)
+  kIoError,            // the OS refused a read, write, socket call
+  kCorruption,         // data failed a checksum, magic or length check
+  kTimeout,            // a deadline passed (collective, rendezvous, store wait)
+  kUnavailable,        // a peer went away (closed connection, dead rank)
+  kPermissionDenied,   // authentication failed (wrong job secret)
   kResourceExhausted,  // out of memory: a device's capacity or the host's
-  kInternal,         // a bug or an unexpected library failure
+  kInternal,           // a bug or an unexpected library failure
 };
 
 const char* status_code_name(StatusCode code);
@@ -38,8 +38,7 @@ const char* status_code_name(StatusCode code);
 class [[nodiscard]] Status {
  public:
   Status() = default;
-  Status(StatusCode code, std::string message)
-      : code_(code), message_(std::move(message)) {}
+  Status(StatusCode code, std::string message) : code_(code), message_(std::move(message)) {}
 
   static Status ok_status() { return Status(); }
   bool ok() const { return code_ == StatusCode::kOk; }
@@ -56,13 +55,17 @@ class [[nodiscard]] Status {
 };
 
 inline Status ok_status() { return Status(); }
-inline Status invalid_argument(std::string m) { return {StatusCode::kInvalidArgument, std::move(m)}; }
+inline Status invalid_argument(std::string m) {
+  return {StatusCode::kInvalidArgument, std::move(m)};
+}
 inline Status not_found(std::string m) { return {StatusCode::kNotFound, std::move(m)}; }
 inline Status io_error(std::string m) { return {StatusCode::kIoError, std::move(m)}; }
 inline Status corruption(std::string m) { return {StatusCode::kCorruption, std::move(m)}; }
 inline Status timeout_error(std::string m) { return {StatusCode::kTimeout, std::move(m)}; }
 inline Status unavailable(std::string m) { return {StatusCode::kUnavailable, std::move(m)}; }
-inline Status permission_denied(std::string m) { return {StatusCode::kPermissionDenied, std::move(m)}; }
+inline Status permission_denied(std::string m) {
+  return {StatusCode::kPermissionDenied, std::move(m)};
+}
 inline Status resource_exhausted(std::string m) {
   return {StatusCode::kResourceExhausted, std::move(m)};
 }
@@ -74,18 +77,33 @@ Status errno_status(const std::string& what, int err);
 template <typename T>
 class [[nodiscard]] StatusOr {
  public:
-  StatusOr(T value) : value_(std::move(value)) {}  // NOLINT: implicit by design
+  StatusOr(T value) : value_(std::move(value)) {}         // NOLINT: implicit by design
   StatusOr(Status status) : status_(std::move(status)) {  // NOLINT
     if (status_.ok()) status_ = internal_error("StatusOr built from an OK status");
   }
 
   bool ok() const { return value_.has_value(); }
   const Status& status() const { return status_; }
-  T& value() & { check_ok(); return *value_; }
-  const T& value() const& { check_ok(); return *value_; }
-  T&& value() && { check_ok(); return std::move(*value_); }
-  T* operator->() { check_ok(); return &*value_; }
-  const T* operator->() const { check_ok(); return &*value_; }
+  T& value() & {
+    check_ok();
+    return *value_;
+  }
+  const T& value() const& {
+    check_ok();
+    return *value_;
+  }
+  T&& value() && {
+    check_ok();
+    return std::move(*value_);
+  }
+  T* operator->() {
+    check_ok();
+    return &*value_;
+  }
+  const T* operator->() const {
+    check_ok();
+    return &*value_;
+  }
   T& operator*() & { return value(); }
   const T& operator*() const& { return value(); }
 
@@ -116,20 +134,20 @@ std::string concat(Args&&... args) {
 }  // namespace zerotrain
 
 // Invariant check: a false condition is a bug in zerotrain, not bad input.
-#define ZT_CHECK(cond, ...)                                              \
-  do {                                                                   \
-    if (!(cond))                                                         \
-      ::zerotrain::check_failed(__FILE__, __LINE__, #cond,               \
+#define ZT_CHECK(cond, ...)                                                \
+  do {                                                                     \
+    if (!(cond))                                                           \
+      ::zerotrain::check_failed(__FILE__, __LINE__, #cond,                 \
                                 ::zerotrain::detail::concat(__VA_ARGS__)); \
   } while (0)
 
 #define ZT_STATUS_CONCAT_INNER(a, b) a##b
 #define ZT_STATUS_CONCAT(a, b) ZT_STATUS_CONCAT_INNER(a, b)
 
-#define ZT_RETURN_IF_ERROR(expr)                           \
-  do {                                                     \
-    ::zerotrain::Status zt_status_ = (expr);               \
-    if (!zt_status_.ok()) return zt_status_;               \
+#define ZT_RETURN_IF_ERROR(expr)             \
+  do {                                       \
+    ::zerotrain::Status zt_status_ = (expr); \
+    if (!zt_status_.ok()) return zt_status_; \
   } while (0)
 
 #define ZT_ASSIGN_OR_RETURN_IMPL(tmp, lhs, expr) \

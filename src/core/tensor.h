@@ -80,8 +80,8 @@ struct Tensor {
   // The pointer as T* for an op (device or host), dtype checked.
   template <typename T>
   T* ptr() const {
-    ZT_CHECK(dtype == kDTypeOf<T> || numel == 0, "tensor holds ", dtype_name(dtype),
-             ", asked for ", dtype_name(kDTypeOf<T>));
+    ZT_CHECK(dtype == kDTypeOf<T> || numel == 0, "tensor holds ", dtype_name(dtype), ", asked for ",
+             dtype_name(kDTypeOf<T>));
     return static_cast<T*>(data);
   }
 };
@@ -119,8 +119,8 @@ struct ConstTensor {
   }
   template <typename T>
   const T* ptr() const {
-    ZT_CHECK(dtype == kDTypeOf<T> || numel == 0, "tensor holds ", dtype_name(dtype),
-             ", asked for ", dtype_name(kDTypeOf<T>));
+    ZT_CHECK(dtype == kDTypeOf<T> || numel == 0, "tensor holds ", dtype_name(dtype), ", asked for ",
+             dtype_name(kDTypeOf<T>));
     return static_cast<const T*>(data);
   }
 };

@@ -2,6 +2,8 @@
 // out-of-memory message, and the tensor copy helpers (see device.h).
 #include "device/device.h"
 
+#include <cctype>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 
@@ -36,6 +38,8 @@ std::string format_bytes(int64_t bytes) {
   const double b = static_cast<double>(bytes);
   if (bytes < 1024)
     std::snprintf(buf, sizeof(buf), "%lld B", static_cast<long long>(bytes));
+  else if (bytes < (int64_t{1} << 20))
+    std::snprintf(buf, sizeof(buf), "%.1f KiB", b / 1024);
   else if (bytes < (int64_t{1} << 30))
     std::snprintf(buf, sizeof(buf), "%.1f MiB", b / (1 << 20));
   else
@@ -54,8 +58,8 @@ std::string MemoryUsage::to_string() const {
   for (int i = 0; i < kMemoryCategories; ++i) {
     if (bytes[i] == 0) continue;
     if (!out.empty()) out += ", ";
-    out += std::string(category_name(static_cast<MemoryCategory>(i))) + " " +
-           format_bytes(bytes[i]);
+    out +=
+        std::string(category_name(static_cast<MemoryCategory>(i))) + " " + format_bytes(bytes[i]);
   }
   return out.empty() ? "nothing" : out;
 }
@@ -124,10 +128,10 @@ StatusOr<Buffer> Device::allocate_host(size_t bytes, bool pin, MemoryCategory ca
   bool pinned = false;
   void* p = raw_allocate_host(bytes, pin, &pinned);
   if (p == nullptr)
-    return Status(StatusCode::kResourceExhausted,
-                  "out of host memory allocating " + format_bytes(static_cast<int64_t>(bytes)) +
-                      " for " + std::string(what) + " (offloaded " +
-                      std::string(category_name(category)) + ")");
+    return Status(StatusCode::kResourceExhausted, "out of host memory allocating " +
+                                                      format_bytes(static_cast<int64_t>(bytes)) +
+                                                      " for " + std::string(what) + " (offloaded " +
+                                                      std::string(category_name(category)) + ")");
   if (pinned) pinned_ += static_cast<int64_t>(bytes);
   b.device_ = this;
   b.data_ = p;
@@ -162,13 +166,14 @@ void Device::set_oom_advice(std::function<std::string()> advice) {
 // Called with mu_ held.
 std::string Device::out_of_memory(size_t bytes, MemoryCategory category,
                                   std::string_view what) const {
-  std::string m = "out of device memory on " + name() + ": allocating " +
-                  format_bytes(static_cast<int64_t>(bytes)) + " for " + std::string(what) + " (" +
-                  std::string(category_name(category)) + ") would bring its use to " +
-                  format_bytes(usage_.total() + static_cast<int64_t>(bytes)) + ", over the " +
-                  format_bytes(capacity_.load()) +
-                  " capacity (--device-memory / ZEROTRAIN_DEVICE_MEMORY); in use: " +
-                  usage_.to_string();
+  const std::string_view cat = category_name(category);
+  std::string m =
+      "out of device memory on " + name() + ": allocating " +
+      format_bytes(static_cast<int64_t>(bytes)) + " for " + std::string(what) +
+      (what == cat ? "" : " (" + std::string(cat) + ")") + " would bring its use to " +
+      format_bytes(usage_.total() + static_cast<int64_t>(bytes)) + ", over the " +
+      format_bytes(capacity_.load()) +
+      " capacity (--device-memory / ZEROTRAIN_DEVICE_MEMORY); in use: " + usage_.to_string();
   if (advice_) m += ". " + advice_();
   return m;
 }
@@ -177,6 +182,10 @@ int configure_host_threads(int local_ranks, int world_size) {
   return cpu::configure_compute_threads(local_ranks > 0 ? local_ranks
                                                         : cpu::local_ranks_from_env(world_size));
 }
+
+Device& default_device() { return cpu::cpu_device(); }
+
+const Ops& host_ops() { return cpu::host_ops(); }
 
 const Ops& ops_for(const ConstTensor& t) {
   return t.device != nullptr ? t.device->ops() : cpu::host_ops();
@@ -210,6 +219,39 @@ Status copy(const ConstTensor& src, const Tensor& dst) {
   if (src.device != nullptr) return src.device->copy(dst.data, src.data, src.size_bytes());
   std::memmove(dst.data, src.data, src.size_bytes());
   return ok_status();
+}
+
+StatusOr<int64_t> parse_bytes(std::string_view text) {
+  const std::string t(text);
+  size_t used = 0;
+  double value = 0;
+  try {
+    value = std::stod(t, &used);
+  } catch (...) {
+    used = 0;
+  }
+  std::string unit = t.substr(used);
+  while (!unit.empty() && std::isspace(static_cast<unsigned char>(unit.front()))) unit.erase(0, 1);
+  double scale = 0;
+  if (unit.empty() || unit == "B")
+    scale = 1;
+  else if (unit == "K" || unit == "KiB")
+    scale = 1024.0;
+  else if (unit == "M" || unit == "MiB")
+    scale = 1024.0 * 1024;
+  else if (unit == "G" || unit == "GiB")
+    scale = 1024.0 * 1024 * 1024;
+  else if (unit == "KB")
+    scale = 1e3;
+  else if (unit == "MB")
+    scale = 1e6;
+  else if (unit == "GB")
+    scale = 1e9;
+  if (used == 0 || scale == 0 || !std::isfinite(value) || value < 0)
+    return invalid_argument("\"" + t +
+                            "\" is not a byte count (a number with an optional unit: B, "
+                            "KiB/MiB/GiB or K/M/G, KB/MB/GB)");
+  return static_cast<int64_t>(std::llround(value * scale));
 }
 
 }  // namespace zerotrain::device

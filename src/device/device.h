@@ -144,7 +144,7 @@ class Device {
   // (Gloo), or null when the device's memory is not host-addressable.
   virtual void* host_address(const void* p) const = 0;
   virtual StatusOr<std::unique_ptr<Event>> record_event() = 0;  // on the compute stream
-  virtual Status synchronize() = 0;  // every stream of the device
+  virtual Status synchronize() = 0;                             // every stream of the device
 
   // Capacity in bytes of device memory (0: unlimited).
   int64_t capacity() const { return capacity_.load(); }
@@ -176,9 +176,18 @@ class Device {
   std::function<std::string()> advice_;
 };
 
-// The Ops that run on t's memory: its device's, or the host (CPU) ops for
-// host memory (offloaded states).
+// The process's default device (the CPU device until a build selects
+// another), with the capacity ZEROTRAIN_DEVICE_MEMORY gives.
+Device& default_device();
+// The CPU kernels on host memory (offloaded states, host tensors).
+const Ops& host_ops();
+// The Ops that run on t's memory: its device's, or host_ops() for host
+// memory (offloaded states).
 const Ops& ops_for(const ConstTensor& t);
+// "512MiB", "1.5GiB", "2G", "300MB", "1048576" (bytes): KiB/MiB/GiB and
+// K/M/G are powers of 1024, KB/MB/GB powers of 1000. InvalidArgument
+// naming the text otherwise.
+StatusOr<int64_t> parse_bytes(std::string_view text);
 // Copies between a tensor (device or host) and host memory, in bytes of
 // the tensor's dtype: host_dst[0, src.size_bytes()) = src; dst = host_src.
 Status copy_to_host(const ConstTensor& src, void* host_dst);
@@ -192,7 +201,7 @@ Status copy(const ConstTensor& src, const Tensor& dst);
 // thread count now in effect (device/cpu/threads.h).
 int configure_host_threads(int local_ranks, int world_size);
 
-// "12.0 MiB" / "512 B" / "1.50 GiB".
+// "512 B" / "4.0 KiB" / "12.0 MiB" / "1.50 GiB".
 std::string format_bytes(int64_t bytes);
 
 }  // namespace zerotrain::device

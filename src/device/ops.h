@@ -92,8 +92,8 @@ class Ops {
                       float* exp_avg, float* exp_avg_sq, void* copy, DType copy_dtype,
                       size_t n) const = 0;
   // momentum_buffer may be null when !step.use_momentum.
-  virtual Status sgd(const SgdStep& step, float* params, const float* grads,
-                     float* momentum_buffer, size_t n) const = 0;
+  virtual Status sgd(const SgdStep& step, float* params, const float* grads, float* momentum_buffer,
+                     size_t n) const = 0;
 
   // ---- GEMM ----
   // C = alpha·op(A)·op(B) + bias + beta·C (matmul_desc.h).
@@ -135,19 +135,17 @@ class Ops {
                                  const float* wpe, int64_t B, int64_t T, int64_t C,
                                  int64_t V) const = 0;
   virtual Status encoder_backward(float* dwte, float* dwpe, const float* dout,
-                                  const int32_t* tokens, int64_t B, int64_t T,
-                                  int64_t C) const = 0;
+                                  const int32_t* tokens, int64_t B, int64_t T, int64_t C) const = 0;
   // LayerNorm (eps 1e-5); mean/rstd may be null (inference).
   virtual Status layernorm_forward(float* out, float* mean, float* rstd, const float* inp,
                                    const float* weight, const float* bias, int64_t B, int64_t T,
                                    int64_t C) const = 0;
-  virtual Status layernorm_forward_bf16(BFloat16* out, float* mean, float* rstd,
-                                        const float* inp, const float* weight, const float* bias,
-                                        int64_t B, int64_t T, int64_t C) const = 0;
+  virtual Status layernorm_forward_bf16(BFloat16* out, float* mean, float* rstd, const float* inp,
+                                        const float* weight, const float* bias, int64_t B,
+                                        int64_t T, int64_t C) const = 0;
   virtual Status layernorm_backward(float* dinp, float* dweight, float* dbias, const float* dout,
                                     const float* inp, const float* weight, const float* mean,
-                                    const float* rstd, int64_t B, int64_t T,
-                                    int64_t C) const = 0;
+                                    const float* rstd, int64_t B, int64_t T, int64_t C) const = 0;
   // GELU (tanh approximation); backward adds (accumulate) or overwrites.
   virtual Status gelu_forward(float* out, const float* inp, int64_t N) const = 0;
   virtual Status gelu_backward(float* dinp, const float* inp, const float* dout, int64_t N,
@@ -156,8 +154,7 @@ class Ops {
   virtual Status gelu_backward_bf16(BFloat16* dinp, const BFloat16* inp, const float* dout,
                                     int64_t N) const = 0;
   // out = a + b over N elements.
-  virtual Status residual_forward(float* out, const float* a, const float* b,
-                                  int64_t N) const = 0;
+  virtual Status residual_forward(float* out, const float* a, const float* b, int64_t N) const = 0;
   // y += a·x over N elements.
   virtual Status axpy(float* y, float a, const float* x, int64_t N) const = 0;
   // Causal self-attention from qkv [B,T,3C] with NH heads: the att-keeping
@@ -175,12 +172,11 @@ class Ops {
                                         int64_t NH) const = 0;
   // bf16 forms (autocast's rounding points); exactly one of att, lse is
   // non-null; dqkv is overwritten.
-  virtual Status attention_forward_bf16(BFloat16* out, float* att, float* lse,
-                                        const BFloat16* qkv, int64_t B, int64_t T, int64_t C,
-                                        int64_t NH) const = 0;
-  virtual Status attention_backward_bf16(BFloat16* dqkv, const BFloat16* dout,
-                                         const BFloat16* qkv, const float* att, const float* lse,
-                                         int64_t B, int64_t T, int64_t C, int64_t NH) const = 0;
+  virtual Status attention_forward_bf16(BFloat16* out, float* att, float* lse, const BFloat16* qkv,
+                                        int64_t B, int64_t T, int64_t C, int64_t NH) const = 0;
+  virtual Status attention_backward_bf16(BFloat16* dqkv, const BFloat16* dout, const BFloat16* qkv,
+                                         const float* att, const float* lse, int64_t B, int64_t T,
+                                         int64_t C, int64_t NH) const = 0;
   // Softmax cross-entropy over rows of logits [B,T,Vp] (V real columns);
   // negative targets are ignored; InvalidArgument naming (b, t) for a
   // target >= V. lse may be null. The fused forms write dlogits (may be
@@ -188,10 +184,9 @@ class Ops {
   virtual Status crossentropy_forward(float* losses, float* lse, const float* logits,
                                       const int32_t* targets, int64_t B, int64_t T, int64_t V,
                                       int64_t Vp) const = 0;
-  virtual Status crossentropy_forward_backward(float* losses, float* dlogits,
-                                               const float* logits, const int32_t* targets,
-                                               float dloss, int64_t B, int64_t T, int64_t V,
-                                               int64_t Vp) const = 0;
+  virtual Status crossentropy_forward_backward(float* losses, float* dlogits, const float* logits,
+                                               const int32_t* targets, float dloss, int64_t B,
+                                               int64_t T, int64_t V, int64_t Vp) const = 0;
   virtual Status crossentropy_forward_backward_bf16(float* losses, BFloat16* dlogits,
                                                     const float* logits, const int32_t* targets,
                                                     float dloss, int64_t B, int64_t T, int64_t V,

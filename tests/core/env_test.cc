@@ -1,9 +1,10 @@
 #include "core/env.h"
-#include "core/log.h"
 
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+
+#include "core/log.h"
 
 namespace zerotrain {
 namespace {

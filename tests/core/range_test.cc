@@ -81,7 +81,7 @@ TEST(Partition, ColumnBucketsCoverEveryShardOnceInEqualChunks) {
           EXPECT_EQ(col.offset, prev_end);
           EXPECT_LE(col.count, s);
           prev_end = col.end();
-          wire += (n - 1) * col.count;  // one reduce-scatter of n equal chunks
+          wire += (n - 1) * col.count;   // one reduce-scatter of n equal chunks
           for (int r = 0; r < n; ++r) {  // rank r's piece: its shard's column
             const Range piece = intersect({r * p + col.offset, col.count}, {0, psi});
             for (int64_t i = piece.offset; i < piece.end(); ++i) ++seen[i];

@@ -13,10 +13,10 @@
 #include <cstring>
 #include <vector>
 
+#include "core/half.h"
 #include "device/cpu/cpu_device.h"
 #include "device/cpu/guarded_device.h"
 #include "device/cpu/kernels/reference.h"
-#include "core/half.h"
 #include "zero/dtype_rounding.h"
 
 namespace zerotrain::zero {
@@ -53,8 +53,7 @@ TEST(PartitionArray, BlockedConversionsEqualTheScalarOnesWithAnyThreadCount) {
         for (size_t i = 0; i < n; ++i) {
           ASSERT_EQ(one[i], rounded_through(d, rounded_through(d, a[i]) + b[i]))
               << dev->name() << (host ? " host " : " device ") << dtype_name(d) << " " << i;
-          ASSERT_EQ(std::memcmp(&one[i], &two[i], sizeof(float)), 0)
-              << dtype_name(d) << " " << i;
+          ASSERT_EQ(std::memcmp(&one[i], &two[i], sizeof(float)), 0) << dtype_name(d) << " " << i;
         }
       }
 }

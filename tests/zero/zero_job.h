@@ -16,9 +16,10 @@
 #include <vector>
 
 #include "comm/rank_threads.h"
+#include "core/range.h"
+#include "device/cpu/guarded_device.h"
 #include "engine/engine.h"
 #include "engine/engine_test_util.h"
-#include "core/range.h"
 #include "zero/sharded_strategy.h"
 #include "zero/stage3_strategy.h"
 
@@ -41,6 +42,9 @@ struct Job {
   int steps = 12;
   std::string extra = "";  // more top-level keys, each ending in ','
   std::string zero = "";   // more zero_optimization keys, each starting with ','
+  // Each rank on its own guarded CPU device (device/cpu/guarded_device.h):
+  // any dereference of device memory outside the device's calls crashes.
+  bool guarded = false;
 };
 
 struct Result {
@@ -68,7 +72,10 @@ inline std::string config_json(const Job& j) {
 inline void train_rank(comm::Communicator& c, const Job& j, Result* out) {
   const int n = c.world_size(), rank = c.rank();
   const int64_t mb = j.rows / (n * j.gas);
-  model::gpt2::GptModel m = make_model(mb, rank == 0 ? 7 : 99);  // rank 0's weights win
+  std::unique_ptr<device::Device> guarded;
+  if (j.guarded) guarded = device::cpu::make_guarded_device();
+  // Rank 0's weights win (the strategies broadcast them).
+  model::gpt2::GptModel m = make_model(mb, rank == 0 ? 7 : 99, guarded.get());
   auto e = engine::Engine::create(parse(config_json(j), n), &m, &c);
   ASSERT_TRUE(e.ok()) << e.status().to_string();
   for (int s = 0; s < j.steps; ++s) {

@@ -14,8 +14,8 @@
 #include <cstdint>
 #include <span>
 
-#include "core/status.h"
 #include "core/half.h"
+#include "core/status.h"
 #include "core/tensor.h"
 
 namespace zerotrain::device::cpu {

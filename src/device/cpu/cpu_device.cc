@@ -2,8 +2,6 @@
 // host_memory (mmap + mlock), synchronous copies (see cpu_device.h).
 #include "device/cpu/cpu_device.h"
 
-#include <cctype>
-#include <cmath>
 #include <cstring>
 #include <string>
 
@@ -60,46 +58,13 @@ Device& cpu_device() {
   static CpuDevice* device = [] {
     auto* d = new CpuDevice();  // never destroyed: buffers may outlive static destruction
     if (std::optional<std::string> v = env::get("ZEROTRAIN_DEVICE_MEMORY")) {
-      StatusOr<int64_t> cap = parse_bytes(*v);
+      StatusOr<int64_t> cap = device::parse_bytes(*v);
       ZT_CHECK(cap.ok(), "ZEROTRAIN_DEVICE_MEMORY: ", cap.status().message());
       d->set_capacity(*cap);
     }
     return d;
   }();
   return *device;
-}
-
-StatusOr<int64_t> parse_bytes(std::string_view text) {
-  const std::string t(text);
-  size_t used = 0;
-  double value = 0;
-  try {
-    value = std::stod(t, &used);
-  } catch (...) {
-    used = 0;
-  }
-  std::string unit = t.substr(used);
-  while (!unit.empty() && std::isspace(static_cast<unsigned char>(unit.front()))) unit.erase(0, 1);
-  double scale = 0;
-  if (unit.empty() || unit == "B")
-    scale = 1;
-  else if (unit == "K" || unit == "KiB")
-    scale = 1024.0;
-  else if (unit == "M" || unit == "MiB")
-    scale = 1024.0 * 1024;
-  else if (unit == "G" || unit == "GiB")
-    scale = 1024.0 * 1024 * 1024;
-  else if (unit == "KB")
-    scale = 1e3;
-  else if (unit == "MB")
-    scale = 1e6;
-  else if (unit == "GB")
-    scale = 1e9;
-  if (used == 0 || scale == 0 || !std::isfinite(value) || value < 0)
-    return invalid_argument("\"" + t +
-                            "\" is not a byte count (a number with an optional unit: B, "
-                            "KiB/MiB/GiB or K/M/G, KB/MB/GB)");
-  return static_cast<int64_t>(std::llround(value * scale));
 }
 
 }  // namespace zerotrain::device::cpu

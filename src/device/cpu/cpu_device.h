@@ -46,9 +46,5 @@ Device& cpu_device();
 // The CPU kernels on host memory: the ops for offloaded states (a CUDA
 // device's host partitions run these) and for tensors with no device.
 const Ops& host_ops();
-// "512MiB", "1.5GiB", "2G", "300MB", "1048576" (bytes): KiB/MiB/GiB and
-// K/M/G are powers of 1024, KB/MB/GB powers of 1000. InvalidArgument
-// naming the text otherwise.
-StatusOr<int64_t> parse_bytes(std::string_view text);
 
 }  // namespace zerotrain::device::cpu

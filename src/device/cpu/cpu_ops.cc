@@ -18,7 +18,8 @@ Status check_same(const char* op, const ConstTensor& a, const ConstTensor& b) {
 
 Status check_f32(const char* op, const ConstTensor& t) {
   if (t.dtype == DType::kFloat32) return ok_status();
-  return invalid_argument(std::string(op) + ": needs fp32, got " + std::string(dtype_name(t.dtype)));
+  return invalid_argument(std::string(op) + ": needs fp32, got " +
+                          std::string(dtype_name(t.dtype)));
 }
 
 }  // namespace
@@ -95,9 +96,8 @@ Status CpuOps::matmul_bf16(const MatmulDesc& d, const BFloat16* a, const BFloat1
   return cpu::matmul_bf16(d, a, b, bias, c);
 }
 
-Status CpuOps::linear_forward(float* out, const float* inp, const float* weight,
-                              const float* bias, int64_t B, int64_t T, int64_t C,
-                              int64_t OC) const {
+Status CpuOps::linear_forward(float* out, const float* inp, const float* weight, const float* bias,
+                              int64_t B, int64_t T, int64_t C, int64_t OC) const {
   return cpu::linear_forward(out, inp, weight, bias, B, T, C, OC);
 }
 
@@ -120,10 +120,9 @@ Status CpuOps::linear_backward(float* dinp, float* dweight, float* dbias, const 
                               dinp_accumulate);
 }
 
-Status CpuOps::linear_backward_bf16(float* dinp, float* dweight, float* dbias,
-                                    const BFloat16* dout, const BFloat16* inp,
-                                    const BFloat16* weight, int64_t B, int64_t T, int64_t C,
-                                    int64_t OC, bool dinp_accumulate) const {
+Status CpuOps::linear_backward_bf16(float* dinp, float* dweight, float* dbias, const BFloat16* dout,
+                                    const BFloat16* inp, const BFloat16* weight, int64_t B,
+                                    int64_t T, int64_t C, int64_t OC, bool dinp_accumulate) const {
   return cpu::linear_backward_bf16(dinp, dweight, dbias, dout, inp, weight, B, T, C, OC,
                                    dinp_accumulate);
 }
@@ -136,13 +135,12 @@ Status CpuOps::linear_backward_bf16(BFloat16* dinp, float* dweight, float* dbias
 }
 
 Status CpuOps::encoder_forward(float* out, const int32_t* tokens, const float* wte,
-                               const float* wpe, int64_t B, int64_t T, int64_t C,
-                               int64_t V) const {
+                               const float* wpe, int64_t B, int64_t T, int64_t C, int64_t V) const {
   return cpu::encoder_forward(out, tokens, wte, wpe, B, T, C, V);
 }
 
-Status CpuOps::encoder_backward(float* dwte, float* dwpe, const float* dout,
-                                const int32_t* tokens, int64_t B, int64_t T, int64_t C) const {
+Status CpuOps::encoder_backward(float* dwte, float* dwpe, const float* dout, const int32_t* tokens,
+                                int64_t B, int64_t T, int64_t C) const {
   cpu::encoder_backward(dwte, dwpe, dout, tokens, B, T, C);
   return ok_status();
 }
@@ -155,8 +153,8 @@ Status CpuOps::layernorm_forward(float* out, float* mean, float* rstd, const flo
 }
 
 Status CpuOps::layernorm_forward_bf16(BFloat16* out, float* mean, float* rstd, const float* inp,
-                                      const float* weight, const float* bias, int64_t B,
-                                      int64_t T, int64_t C) const {
+                                      const float* weight, const float* bias, int64_t B, int64_t T,
+                                      int64_t C) const {
   cpu::layernorm_forward_bf16(out, mean, rstd, inp, weight, bias, B, T, C);
   return ok_status();
 }
@@ -212,8 +210,8 @@ Status CpuOps::attention_backward(float* dqkv, const float* dout, const float* q
   return cpu::attention_backward(dqkv, dout, qkv, att, B, T, C, NH);
 }
 
-Status CpuOps::attention_forward_lse(float* out, float* lse, const float* qkv, int64_t B,
-                                     int64_t T, int64_t C, int64_t NH) const {
+Status CpuOps::attention_forward_lse(float* out, float* lse, const float* qkv, int64_t B, int64_t T,
+                                     int64_t C, int64_t NH) const {
   return cpu::attention_forward_lse(out, lse, qkv, B, T, C, NH);
 }
 

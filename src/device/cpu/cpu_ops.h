@@ -19,38 +19,79 @@ class CpuOps : public Ops {
   Status scale(Tensor x, float factor) const override;
   StatusOr<double> sum_squares(ConstTensor x) const override;
   Status narrow_in_place(Tensor x, float scale, DType wire) const override;
-  Status widen_in_place(const void* src, size_t n, DType wire, float scale, float* dst) const override;
-  Status adam(const AdamStep& step, float* params, const void* grads, DType grad_dtype, float* exp_avg, float* exp_avg_sq, void* copy, DType copy_dtype, size_t n) const override;
-  Status sgd(const SgdStep& step, float* params, const float* grads, float* momentum_buffer, size_t n) const override;
-  Status matmul(const MatmulDesc& d, const float* a, const float* b, const float* bias, float* c) const override;
-  Status matmul_bf16(const MatmulDesc& d, const BFloat16* a, const BFloat16* b, const float* bias, float* c) const override;
-  Status matmul_bf16(const MatmulDesc& d, const BFloat16* a, const BFloat16* b, const float* bias, BFloat16* c) const override;
-  Status linear_forward(float* out, const float* inp, const float* weight, const float* bias, int64_t B, int64_t T, int64_t C, int64_t OC) const override;
-  Status linear_forward_bf16(float* out, const BFloat16* inp, const BFloat16* weight, const float* bias, int64_t B, int64_t T, int64_t C, int64_t OC) const override;
-  Status linear_forward_bf16(BFloat16* out, const BFloat16* inp, const BFloat16* weight, const float* bias, int64_t B, int64_t T, int64_t C, int64_t OC) const override;
-  Status linear_backward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp, const float* weight, int64_t B, int64_t T, int64_t C, int64_t OC, bool dinp_accumulate) const override;
-  Status linear_backward_bf16(float* dinp, float* dweight, float* dbias, const BFloat16* dout, const BFloat16* inp, const BFloat16* weight, int64_t B, int64_t T, int64_t C, int64_t OC, bool dinp_accumulate) const override;
-  Status linear_backward_bf16(BFloat16* dinp, float* dweight, float* dbias, const BFloat16* dout, const BFloat16* inp, const BFloat16* weight, int64_t B, int64_t T, int64_t C, int64_t OC) const override;
-  Status encoder_forward(float* out, const int32_t* tokens, const float* wte, const float* wpe, int64_t B, int64_t T, int64_t C, int64_t V) const override;
-  Status encoder_backward(float* dwte, float* dwpe, const float* dout, const int32_t* tokens, int64_t B, int64_t T, int64_t C) const override;
-  Status layernorm_forward(float* out, float* mean, float* rstd, const float* inp, const float* weight, const float* bias, int64_t B, int64_t T, int64_t C) const override;
-  Status layernorm_forward_bf16(BFloat16* out, float* mean, float* rstd, const float* inp, const float* weight, const float* bias, int64_t B, int64_t T, int64_t C) const override;
-  Status layernorm_backward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp, const float* weight, const float* mean, const float* rstd, int64_t B, int64_t T, int64_t C) const override;
+  Status widen_in_place(const void* src, size_t n, DType wire, float scale,
+                        float* dst) const override;
+  Status adam(const AdamStep& step, float* params, const void* grads, DType grad_dtype,
+              float* exp_avg, float* exp_avg_sq, void* copy, DType copy_dtype,
+              size_t n) const override;
+  Status sgd(const SgdStep& step, float* params, const float* grads, float* momentum_buffer,
+             size_t n) const override;
+  Status matmul(const MatmulDesc& d, const float* a, const float* b, const float* bias,
+                float* c) const override;
+  Status matmul_bf16(const MatmulDesc& d, const BFloat16* a, const BFloat16* b, const float* bias,
+                     float* c) const override;
+  Status matmul_bf16(const MatmulDesc& d, const BFloat16* a, const BFloat16* b, const float* bias,
+                     BFloat16* c) const override;
+  Status linear_forward(float* out, const float* inp, const float* weight, const float* bias,
+                        int64_t B, int64_t T, int64_t C, int64_t OC) const override;
+  Status linear_forward_bf16(float* out, const BFloat16* inp, const BFloat16* weight,
+                             const float* bias, int64_t B, int64_t T, int64_t C,
+                             int64_t OC) const override;
+  Status linear_forward_bf16(BFloat16* out, const BFloat16* inp, const BFloat16* weight,
+                             const float* bias, int64_t B, int64_t T, int64_t C,
+                             int64_t OC) const override;
+  Status linear_backward(float* dinp, float* dweight, float* dbias, const float* dout,
+                         const float* inp, const float* weight, int64_t B, int64_t T, int64_t C,
+                         int64_t OC, bool dinp_accumulate) const override;
+  Status linear_backward_bf16(float* dinp, float* dweight, float* dbias, const BFloat16* dout,
+                              const BFloat16* inp, const BFloat16* weight, int64_t B, int64_t T,
+                              int64_t C, int64_t OC, bool dinp_accumulate) const override;
+  Status linear_backward_bf16(BFloat16* dinp, float* dweight, float* dbias, const BFloat16* dout,
+                              const BFloat16* inp, const BFloat16* weight, int64_t B, int64_t T,
+                              int64_t C, int64_t OC) const override;
+  Status encoder_forward(float* out, const int32_t* tokens, const float* wte, const float* wpe,
+                         int64_t B, int64_t T, int64_t C, int64_t V) const override;
+  Status encoder_backward(float* dwte, float* dwpe, const float* dout, const int32_t* tokens,
+                          int64_t B, int64_t T, int64_t C) const override;
+  Status layernorm_forward(float* out, float* mean, float* rstd, const float* inp,
+                           const float* weight, const float* bias, int64_t B, int64_t T,
+                           int64_t C) const override;
+  Status layernorm_forward_bf16(BFloat16* out, float* mean, float* rstd, const float* inp,
+                                const float* weight, const float* bias, int64_t B, int64_t T,
+                                int64_t C) const override;
+  Status layernorm_backward(float* dinp, float* dweight, float* dbias, const float* dout,
+                            const float* inp, const float* weight, const float* mean,
+                            const float* rstd, int64_t B, int64_t T, int64_t C) const override;
   Status gelu_forward(float* out, const float* inp, int64_t N) const override;
-  Status gelu_backward(float* dinp, const float* inp, const float* dout, int64_t N, bool accumulate) const override;
+  Status gelu_backward(float* dinp, const float* inp, const float* dout, int64_t N,
+                       bool accumulate) const override;
   Status gelu_forward_bf16(BFloat16* out, const BFloat16* inp, int64_t N) const override;
-  Status gelu_backward_bf16(BFloat16* dinp, const BFloat16* inp, const float* dout, int64_t N) const override;
+  Status gelu_backward_bf16(BFloat16* dinp, const BFloat16* inp, const float* dout,
+                            int64_t N) const override;
   Status residual_forward(float* out, const float* a, const float* b, int64_t N) const override;
   Status axpy(float* y, float a, const float* x, int64_t N) const override;
-  Status attention_forward(float* out, float* att, const float* qkv, int64_t B, int64_t T, int64_t C, int64_t NH) const override;
-  Status attention_backward(float* dqkv, const float* dout, const float* qkv, const float* att, int64_t B, int64_t T, int64_t C, int64_t NH) const override;
-  Status attention_forward_lse(float* out, float* lse, const float* qkv, int64_t B, int64_t T, int64_t C, int64_t NH) const override;
-  Status attention_backward_lse(float* dqkv, const float* dout, const float* qkv, const float* lse, int64_t B, int64_t T, int64_t C, int64_t NH) const override;
-  Status attention_forward_bf16(BFloat16* out, float* att, float* lse, const BFloat16* qkv, int64_t B, int64_t T, int64_t C, int64_t NH) const override;
-  Status attention_backward_bf16(BFloat16* dqkv, const BFloat16* dout, const BFloat16* qkv, const float* att, const float* lse, int64_t B, int64_t T, int64_t C, int64_t NH) const override;
-  Status crossentropy_forward(float* losses, float* lse, const float* logits, const int32_t* targets, int64_t B, int64_t T, int64_t V, int64_t Vp) const override;
-  Status crossentropy_forward_backward(float* losses, float* dlogits, const float* logits, const int32_t* targets, float dloss, int64_t B, int64_t T, int64_t V, int64_t Vp) const override;
-  Status crossentropy_forward_backward_bf16(float* losses, BFloat16* dlogits, const float* logits, const int32_t* targets, float dloss, int64_t B, int64_t T, int64_t V, int64_t Vp) const override;
+  Status attention_forward(float* out, float* att, const float* qkv, int64_t B, int64_t T,
+                           int64_t C, int64_t NH) const override;
+  Status attention_backward(float* dqkv, const float* dout, const float* qkv, const float* att,
+                            int64_t B, int64_t T, int64_t C, int64_t NH) const override;
+  Status attention_forward_lse(float* out, float* lse, const float* qkv, int64_t B, int64_t T,
+                               int64_t C, int64_t NH) const override;
+  Status attention_backward_lse(float* dqkv, const float* dout, const float* qkv, const float* lse,
+                                int64_t B, int64_t T, int64_t C, int64_t NH) const override;
+  Status attention_forward_bf16(BFloat16* out, float* att, float* lse, const BFloat16* qkv,
+                                int64_t B, int64_t T, int64_t C, int64_t NH) const override;
+  Status attention_backward_bf16(BFloat16* dqkv, const BFloat16* dout, const BFloat16* qkv,
+                                 const float* att, const float* lse, int64_t B, int64_t T,
+                                 int64_t C, int64_t NH) const override;
+  Status crossentropy_forward(float* losses, float* lse, const float* logits,
+                              const int32_t* targets, int64_t B, int64_t T, int64_t V,
+                              int64_t Vp) const override;
+  Status crossentropy_forward_backward(float* losses, float* dlogits, const float* logits,
+                                       const int32_t* targets, float dloss, int64_t B, int64_t T,
+                                       int64_t V, int64_t Vp) const override;
+  Status crossentropy_forward_backward_bf16(float* losses, BFloat16* dlogits, const float* logits,
+                                            const int32_t* targets, float dloss, int64_t B,
+                                            int64_t T, int64_t V, int64_t Vp) const override;
 };
 
 }  // namespace zerotrain::device::cpu

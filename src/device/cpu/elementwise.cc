@@ -67,9 +67,7 @@ void for_blocks(size_t n, Fn&& fn) {
 const std::byte* at(const void* p, DType d, size_t i) {
   return static_cast<const std::byte*>(p) + i * dtype_size(d);
 }
-std::byte* at(void* p, DType d, size_t i) {
-  return static_cast<std::byte*>(p) + i * dtype_size(d);
-}
+std::byte* at(void* p, DType d, size_t i) { return static_cast<std::byte*>(p) + i * dtype_size(d); }
 
 constexpr size_t kRoundBlock = 4096;  // elements per conversion block (fits L1 twice)
 

@@ -32,82 +32,110 @@ class GuardedOps : public Ops {
   Status convert(ConstTensor src, Tensor dst) const override {
     return inner_.convert(u(src), u(dst));
   }
-  Status add(Tensor dst, ConstTensor src) const override {
-    return inner_.add(u(dst), u(src));
-  }
+  Status add(Tensor dst, ConstTensor src) const override { return inner_.add(u(dst), u(src)); }
   Status round_through(DType dtype, ConstTensor in, Tensor out) const override {
     return inner_.round_through(dtype, u(in), u(out));
   }
-  Status scale(Tensor x, float factor) const override {
-    return inner_.scale(u(x), factor);
-  }
-  StatusOr<double> sum_squares(ConstTensor x) const override {
-    return inner_.sum_squares(u(x));
-  }
+  Status scale(Tensor x, float factor) const override { return inner_.scale(u(x), factor); }
+  StatusOr<double> sum_squares(ConstTensor x) const override { return inner_.sum_squares(u(x)); }
   Status narrow_in_place(Tensor x, float scale, DType wire) const override {
     return inner_.narrow_in_place(u(x), scale, wire);
   }
-  Status widen_in_place(const void* src, size_t n, DType wire, float scale, float* dst) const override {
+  Status widen_in_place(const void* src, size_t n, DType wire, float scale,
+                        float* dst) const override {
     return inner_.widen_in_place(u(src), n, wire, scale, u(dst));
   }
-  Status adam(const AdamStep& step, float* params, const void* grads, DType grad_dtype, float* exp_avg, float* exp_avg_sq, void* copy, DType copy_dtype, size_t n) const override {
-    return inner_.adam(step, u(params), u(grads), grad_dtype, u(exp_avg), u(exp_avg_sq), u(copy), copy_dtype, n);
+  Status adam(const AdamStep& step, float* params, const void* grads, DType grad_dtype,
+              float* exp_avg, float* exp_avg_sq, void* copy, DType copy_dtype,
+              size_t n) const override {
+    return inner_.adam(step, u(params), u(grads), grad_dtype, u(exp_avg), u(exp_avg_sq), u(copy),
+                       copy_dtype, n);
   }
-  Status sgd(const SgdStep& step, float* params, const float* grads, float* momentum_buffer, size_t n) const override {
+  Status sgd(const SgdStep& step, float* params, const float* grads, float* momentum_buffer,
+             size_t n) const override {
     return inner_.sgd(step, u(params), u(grads), u(momentum_buffer), n);
   }
-  Status matmul(const MatmulDesc& d, const float* a, const float* b, const float* bias, float* c) const override {
+  Status matmul(const MatmulDesc& d, const float* a, const float* b, const float* bias,
+                float* c) const override {
     return inner_.matmul(d, u(a), u(b), u(bias), u(c));
   }
-  Status matmul_bf16(const MatmulDesc& d, const BFloat16* a, const BFloat16* b, const float* bias, float* c) const override {
+  Status matmul_bf16(const MatmulDesc& d, const BFloat16* a, const BFloat16* b, const float* bias,
+                     float* c) const override {
     return inner_.matmul_bf16(d, u(a), u(b), u(bias), u(c));
   }
-  Status matmul_bf16(const MatmulDesc& d, const BFloat16* a, const BFloat16* b, const float* bias, BFloat16* c) const override {
+  Status matmul_bf16(const MatmulDesc& d, const BFloat16* a, const BFloat16* b, const float* bias,
+                     BFloat16* c) const override {
     return inner_.matmul_bf16(d, u(a), u(b), u(bias), u(c));
   }
-  Status linear_forward(float* out, const float* inp, const float* weight, const float* bias, int64_t B, int64_t T, int64_t C, int64_t OC) const override {
+  Status linear_forward(float* out, const float* inp, const float* weight, const float* bias,
+                        int64_t B, int64_t T, int64_t C, int64_t OC) const override {
     return inner_.linear_forward(u(out), u(inp), u(weight), u(bias), B, T, C, OC);
   }
-  Status linear_forward_bf16(float* out, const BFloat16* inp, const BFloat16* weight, const float* bias, int64_t B, int64_t T, int64_t C, int64_t OC) const override {
+  Status linear_forward_bf16(float* out, const BFloat16* inp, const BFloat16* weight,
+                             const float* bias, int64_t B, int64_t T, int64_t C,
+                             int64_t OC) const override {
     return inner_.linear_forward_bf16(u(out), u(inp), u(weight), u(bias), B, T, C, OC);
   }
-  Status linear_forward_bf16(BFloat16* out, const BFloat16* inp, const BFloat16* weight, const float* bias, int64_t B, int64_t T, int64_t C, int64_t OC) const override {
+  Status linear_forward_bf16(BFloat16* out, const BFloat16* inp, const BFloat16* weight,
+                             const float* bias, int64_t B, int64_t T, int64_t C,
+                             int64_t OC) const override {
     return inner_.linear_forward_bf16(u(out), u(inp), u(weight), u(bias), B, T, C, OC);
   }
-  Status linear_backward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp, const float* weight, int64_t B, int64_t T, int64_t C, int64_t OC, bool dinp_accumulate) const override {
-    return inner_.linear_backward(u(dinp), u(dweight), u(dbias), u(dout), u(inp), u(weight), B, T, C, OC, dinp_accumulate);
+  Status linear_backward(float* dinp, float* dweight, float* dbias, const float* dout,
+                         const float* inp, const float* weight, int64_t B, int64_t T, int64_t C,
+                         int64_t OC, bool dinp_accumulate) const override {
+    return inner_.linear_backward(u(dinp), u(dweight), u(dbias), u(dout), u(inp), u(weight), B, T,
+                                  C, OC, dinp_accumulate);
   }
-  Status linear_backward_bf16(float* dinp, float* dweight, float* dbias, const BFloat16* dout, const BFloat16* inp, const BFloat16* weight, int64_t B, int64_t T, int64_t C, int64_t OC, bool dinp_accumulate) const override {
-    return inner_.linear_backward_bf16(u(dinp), u(dweight), u(dbias), u(dout), u(inp), u(weight), B, T, C, OC, dinp_accumulate);
+  Status linear_backward_bf16(float* dinp, float* dweight, float* dbias, const BFloat16* dout,
+                              const BFloat16* inp, const BFloat16* weight, int64_t B, int64_t T,
+                              int64_t C, int64_t OC, bool dinp_accumulate) const override {
+    return inner_.linear_backward_bf16(u(dinp), u(dweight), u(dbias), u(dout), u(inp), u(weight), B,
+                                       T, C, OC, dinp_accumulate);
   }
-  Status linear_backward_bf16(BFloat16* dinp, float* dweight, float* dbias, const BFloat16* dout, const BFloat16* inp, const BFloat16* weight, int64_t B, int64_t T, int64_t C, int64_t OC) const override {
-    return inner_.linear_backward_bf16(u(dinp), u(dweight), u(dbias), u(dout), u(inp), u(weight), B, T, C, OC);
+  Status linear_backward_bf16(BFloat16* dinp, float* dweight, float* dbias, const BFloat16* dout,
+                              const BFloat16* inp, const BFloat16* weight, int64_t B, int64_t T,
+                              int64_t C, int64_t OC) const override {
+    return inner_.linear_backward_bf16(u(dinp), u(dweight), u(dbias), u(dout), u(inp), u(weight), B,
+                                       T, C, OC);
   }
-  Status encoder_forward(float* out, const int32_t* tokens, const float* wte, const float* wpe, int64_t B, int64_t T, int64_t C, int64_t V) const override {
+  Status encoder_forward(float* out, const int32_t* tokens, const float* wte, const float* wpe,
+                         int64_t B, int64_t T, int64_t C, int64_t V) const override {
     return inner_.encoder_forward(u(out), u(tokens), u(wte), u(wpe), B, T, C, V);
   }
-  Status encoder_backward(float* dwte, float* dwpe, const float* dout, const int32_t* tokens, int64_t B, int64_t T, int64_t C) const override {
+  Status encoder_backward(float* dwte, float* dwpe, const float* dout, const int32_t* tokens,
+                          int64_t B, int64_t T, int64_t C) const override {
     return inner_.encoder_backward(u(dwte), u(dwpe), u(dout), u(tokens), B, T, C);
   }
-  Status layernorm_forward(float* out, float* mean, float* rstd, const float* inp, const float* weight, const float* bias, int64_t B, int64_t T, int64_t C) const override {
+  Status layernorm_forward(float* out, float* mean, float* rstd, const float* inp,
+                           const float* weight, const float* bias, int64_t B, int64_t T,
+                           int64_t C) const override {
     return inner_.layernorm_forward(u(out), u(mean), u(rstd), u(inp), u(weight), u(bias), B, T, C);
   }
-  Status layernorm_forward_bf16(BFloat16* out, float* mean, float* rstd, const float* inp, const float* weight, const float* bias, int64_t B, int64_t T, int64_t C) const override {
-    return inner_.layernorm_forward_bf16(u(out), u(mean), u(rstd), u(inp), u(weight), u(bias), B, T, C);
+  Status layernorm_forward_bf16(BFloat16* out, float* mean, float* rstd, const float* inp,
+                                const float* weight, const float* bias, int64_t B, int64_t T,
+                                int64_t C) const override {
+    return inner_.layernorm_forward_bf16(u(out), u(mean), u(rstd), u(inp), u(weight), u(bias), B, T,
+                                         C);
   }
-  Status layernorm_backward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp, const float* weight, const float* mean, const float* rstd, int64_t B, int64_t T, int64_t C) const override {
-    return inner_.layernorm_backward(u(dinp), u(dweight), u(dbias), u(dout), u(inp), u(weight), u(mean), u(rstd), B, T, C);
+  Status layernorm_backward(float* dinp, float* dweight, float* dbias, const float* dout,
+                            const float* inp, const float* weight, const float* mean,
+                            const float* rstd, int64_t B, int64_t T, int64_t C) const override {
+    return inner_.layernorm_backward(u(dinp), u(dweight), u(dbias), u(dout), u(inp), u(weight),
+                                     u(mean), u(rstd), B, T, C);
   }
   Status gelu_forward(float* out, const float* inp, int64_t N) const override {
     return inner_.gelu_forward(u(out), u(inp), N);
   }
-  Status gelu_backward(float* dinp, const float* inp, const float* dout, int64_t N, bool accumulate) const override {
+  Status gelu_backward(float* dinp, const float* inp, const float* dout, int64_t N,
+                       bool accumulate) const override {
     return inner_.gelu_backward(u(dinp), u(inp), u(dout), N, accumulate);
   }
   Status gelu_forward_bf16(BFloat16* out, const BFloat16* inp, int64_t N) const override {
     return inner_.gelu_forward_bf16(u(out), u(inp), N);
   }
-  Status gelu_backward_bf16(BFloat16* dinp, const BFloat16* inp, const float* dout, int64_t N) const override {
+  Status gelu_backward_bf16(BFloat16* dinp, const BFloat16* inp, const float* dout,
+                            int64_t N) const override {
     return inner_.gelu_backward_bf16(u(dinp), u(inp), u(dout), N);
   }
   Status residual_forward(float* out, const float* a, const float* b, int64_t N) const override {
@@ -116,32 +144,47 @@ class GuardedOps : public Ops {
   Status axpy(float* y, float a, const float* x, int64_t N) const override {
     return inner_.axpy(u(y), a, u(x), N);
   }
-  Status attention_forward(float* out, float* att, const float* qkv, int64_t B, int64_t T, int64_t C, int64_t NH) const override {
+  Status attention_forward(float* out, float* att, const float* qkv, int64_t B, int64_t T,
+                           int64_t C, int64_t NH) const override {
     return inner_.attention_forward(u(out), u(att), u(qkv), B, T, C, NH);
   }
-  Status attention_backward(float* dqkv, const float* dout, const float* qkv, const float* att, int64_t B, int64_t T, int64_t C, int64_t NH) const override {
+  Status attention_backward(float* dqkv, const float* dout, const float* qkv, const float* att,
+                            int64_t B, int64_t T, int64_t C, int64_t NH) const override {
     return inner_.attention_backward(u(dqkv), u(dout), u(qkv), u(att), B, T, C, NH);
   }
-  Status attention_forward_lse(float* out, float* lse, const float* qkv, int64_t B, int64_t T, int64_t C, int64_t NH) const override {
+  Status attention_forward_lse(float* out, float* lse, const float* qkv, int64_t B, int64_t T,
+                               int64_t C, int64_t NH) const override {
     return inner_.attention_forward_lse(u(out), u(lse), u(qkv), B, T, C, NH);
   }
-  Status attention_backward_lse(float* dqkv, const float* dout, const float* qkv, const float* lse, int64_t B, int64_t T, int64_t C, int64_t NH) const override {
+  Status attention_backward_lse(float* dqkv, const float* dout, const float* qkv, const float* lse,
+                                int64_t B, int64_t T, int64_t C, int64_t NH) const override {
     return inner_.attention_backward_lse(u(dqkv), u(dout), u(qkv), u(lse), B, T, C, NH);
   }
-  Status attention_forward_bf16(BFloat16* out, float* att, float* lse, const BFloat16* qkv, int64_t B, int64_t T, int64_t C, int64_t NH) const override {
+  Status attention_forward_bf16(BFloat16* out, float* att, float* lse, const BFloat16* qkv,
+                                int64_t B, int64_t T, int64_t C, int64_t NH) const override {
     return inner_.attention_forward_bf16(u(out), u(att), u(lse), u(qkv), B, T, C, NH);
   }
-  Status attention_backward_bf16(BFloat16* dqkv, const BFloat16* dout, const BFloat16* qkv, const float* att, const float* lse, int64_t B, int64_t T, int64_t C, int64_t NH) const override {
+  Status attention_backward_bf16(BFloat16* dqkv, const BFloat16* dout, const BFloat16* qkv,
+                                 const float* att, const float* lse, int64_t B, int64_t T,
+                                 int64_t C, int64_t NH) const override {
     return inner_.attention_backward_bf16(u(dqkv), u(dout), u(qkv), u(att), u(lse), B, T, C, NH);
   }
-  Status crossentropy_forward(float* losses, float* lse, const float* logits, const int32_t* targets, int64_t B, int64_t T, int64_t V, int64_t Vp) const override {
+  Status crossentropy_forward(float* losses, float* lse, const float* logits,
+                              const int32_t* targets, int64_t B, int64_t T, int64_t V,
+                              int64_t Vp) const override {
     return inner_.crossentropy_forward(u(losses), u(lse), u(logits), u(targets), B, T, V, Vp);
   }
-  Status crossentropy_forward_backward(float* losses, float* dlogits, const float* logits, const int32_t* targets, float dloss, int64_t B, int64_t T, int64_t V, int64_t Vp) const override {
-    return inner_.crossentropy_forward_backward(u(losses), u(dlogits), u(logits), u(targets), dloss, B, T, V, Vp);
+  Status crossentropy_forward_backward(float* losses, float* dlogits, const float* logits,
+                                       const int32_t* targets, float dloss, int64_t B, int64_t T,
+                                       int64_t V, int64_t Vp) const override {
+    return inner_.crossentropy_forward_backward(u(losses), u(dlogits), u(logits), u(targets), dloss,
+                                                B, T, V, Vp);
   }
-  Status crossentropy_forward_backward_bf16(float* losses, BFloat16* dlogits, const float* logits, const int32_t* targets, float dloss, int64_t B, int64_t T, int64_t V, int64_t Vp) const override {
-    return inner_.crossentropy_forward_backward_bf16(u(losses), u(dlogits), u(logits), u(targets), dloss, B, T, V, Vp);
+  Status crossentropy_forward_backward_bf16(float* losses, BFloat16* dlogits, const float* logits,
+                                            const int32_t* targets, float dloss, int64_t B,
+                                            int64_t T, int64_t V, int64_t Vp) const override {
+    return inner_.crossentropy_forward_backward_bf16(u(losses), u(dlogits), u(logits), u(targets),
+                                                     dloss, B, T, V, Vp);
   }
 
  private:

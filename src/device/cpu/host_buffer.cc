@@ -27,9 +27,10 @@ std::string memlock_limit() {
 
 void warn_once(size_t bytes, int err) {
   if (g_warned.exchange(true)) return;
-  log::warn("pin_memory: could not lock ", bytes, " bytes of host memory (mlock: ",
-            std::strerror(err), "; RLIMIT_MEMLOCK is ", memlock_limit(), ", ",
-            pinned_bytes(), " bytes already pinned); offloaded states stay pageable. Raise it "
+  log::warn("pin_memory: could not lock ", bytes,
+            " bytes of host memory (mlock: ", std::strerror(err), "; RLIMIT_MEMLOCK is ",
+            memlock_limit(), ", ", pinned_bytes(),
+            " bytes already pinned); offloaded states stay pageable. Raise it "
             "with `ulimit -l` (or memlock in /etc/security/limits.conf) to pin");
 }
 

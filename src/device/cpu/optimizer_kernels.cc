@@ -145,9 +145,9 @@ void adam_update(const AdamStep& step, float* params, const void* grads, DType g
   args.l2_mode = step.l2_mode;
   args.grad_scale = step.grad_scale;
   args.scale_grads = step.grad_scale != 1.0f;
-  args.copy_kind = copy == nullptr                   ? detail::CopyKind::kNone
+  args.copy_kind = copy == nullptr                 ? detail::CopyKind::kNone
                    : copy_dtype == DType::kFloat16 ? detail::CopyKind::kFp16
-                                                     : detail::CopyKind::kBf16;
+                                                   : detail::CopyKind::kBf16;
   args.grad_kind = grad_dtype == DType::kFloat32   ? detail::GradKind::kFp32
                    : grad_dtype == DType::kFloat16 ? detail::GradKind::kFp16
                                                    : detail::GradKind::kBf16;

@@ -4,9 +4,9 @@
 #include <cstdint>
 #include <utility>
 
-#include "device/cpu/aligned_buffer.h"
 #include "core/dtype.h"
 #include "core/tensor.h"
+#include "device/cpu/aligned_buffer.h"
 
 namespace zerotrain::device::cpu {
 namespace {

@@ -16,8 +16,6 @@
 namespace zerotrain::device::cpu {
 namespace {
 
-
-
 std::vector<SimdLevel> levels() {
   std::vector<SimdLevel> l = {SimdLevel::kPortable};
   if (detected_simd_level() >= SimdLevel::kAvx2) l.push_back(SimdLevel::kAvx2);

@@ -44,4 +44,4 @@ inline double decode_fp16(uint16_t h) {
   return sign * std::ldexp(1024 + mant, exp - 25);
 }
 
-}  // namespace zerotrain::device::cpu::testing
+}  // namespace zerotrain::testing

@@ -88,8 +88,8 @@ Status crossentropy_forward_backward(float* losses, float* dlogits, const float*
 }
 
 Status crossentropy_forward_backward_bf16(float* losses, BFloat16* dlogits, const float* logits,
-                                          const int32_t* targets, float dloss, int64_t B,
-                                          int64_t T, int64_t V, int64_t Vp) {
+                                          const int32_t* targets, float dloss, int64_t B, int64_t T,
+                                          int64_t V, int64_t Vp) {
   ZT_RETURN_IF_ERROR(check_targets(targets, B, T, V, Vp));
 #pragma omp parallel
   {

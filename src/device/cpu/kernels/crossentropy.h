@@ -15,8 +15,8 @@
 
 #include <cstdint>
 
-#include "core/status.h"
 #include "core/half.h"
+#include "core/status.h"
 #include "device/cpu/convert.h"
 
 namespace zerotrain::device::cpu {
@@ -54,7 +54,6 @@ Status crossentropy_forward_backward_bf16(float* losses,           // [B,T]
                                           BFloat16* dlogits,       // [B,T,Vp]
                                           const float* logits,     // [B,T,Vp]
                                           const int32_t* targets,  // [B,T]
-                                          float dloss, int64_t B, int64_t T, int64_t V,
-                                          int64_t Vp);
+                                          float dloss, int64_t B, int64_t T, int64_t V, int64_t Vp);
 
 }  // namespace zerotrain::device::cpu

@@ -15,8 +15,8 @@
 
 #include <cstdint>
 
-#include "core/status.h"
 #include "core/half.h"
+#include "core/status.h"
 #include "device/cpu/convert.h"
 
 namespace zerotrain::device::cpu {

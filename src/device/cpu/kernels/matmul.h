@@ -23,8 +23,8 @@
 #include <cstdint>
 #include <string>
 
-#include "core/status.h"
 #include "core/half.h"
+#include "core/status.h"
 #include "device/cpu/convert.h"
 #include "device/matmul_desc.h"
 

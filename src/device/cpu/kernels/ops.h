@@ -14,9 +14,9 @@
 // Thread-safety: see each header; none keeps state besides the GEMM cache.
 #pragma once
 
-#include "device/cpu/kernels/attention.h"
 #include "core/half.h"
 #include "device/cpu/convert.h"
+#include "device/cpu/kernels/attention.h"
 #include "device/cpu/kernels/crossentropy.h"
 #include "device/cpu/kernels/encoder.h"
 #include "device/cpu/kernels/gelu.h"

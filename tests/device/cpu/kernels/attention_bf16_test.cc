@@ -102,8 +102,7 @@ int count_off(const std::vector<float>& got, const Vec& want, double tol) {
 int count_unequal(const std::vector<BFloat16>& got, const Vec& want) {
   EXPECT_EQ(got.size(), want.size());
   int off = 0;
-  for (size_t i = 0; i < got.size(); ++i)
-    off += got[i] != to_bfloat16(static_cast<float>(want[i]));
+  for (size_t i = 0; i < got.size(); ++i) off += got[i] != to_bfloat16(static_cast<float>(want[i]));
   return off;
 }
 
