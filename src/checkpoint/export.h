@@ -12,12 +12,11 @@
 
 #include <string>
 
-#include "core/status.h"
 #include "core/dtype.h"
+#include "core/status.h"
 
 namespace zerotrain::checkpoint {
 
-Status export_safetensors(const std::string& tag_dir, const std::string& out_path,
-                          DType dtype);
+Status export_safetensors(const std::string& tag_dir, const std::string& out_path, DType dtype);
 
 }  // namespace zerotrain::checkpoint

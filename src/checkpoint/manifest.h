@@ -18,13 +18,12 @@
 #pragma once
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
-#include "core/status.h"
 #include "core/range.h"
+#include "core/status.h"
 #include "model/param_layout.h"
 
 namespace zerotrain::checkpoint {
@@ -42,10 +41,10 @@ struct LayoutEntry {
 
 struct ShardEntry {
   int rank = 0;
-  std::string file;          // relative to the tag directory
-  int64_t bytes = 0;         // exact file size
-  uint32_t header_crc32 = 0;  // of the shard's header bytes
-  std::vector<Range> ranges;  // flat ranges of Ψ, in the order stored
+  std::string file;             // relative to the tag directory
+  int64_t bytes = 0;            // exact file size
+  uint32_t header_crc32 = 0;    // of the shard's header bytes
+  std::vector<Range> ranges{};  // flat ranges of Ψ, in the order stored
 };
 
 struct Manifest {

@@ -15,7 +15,8 @@
 
 #include "checkpoint/safetensors_header.h"
 #include "core/file_read.h"
-#include "device/cpu/convert.h"
+#include "device/device.h"
+#include "device/ops.h"
 
 namespace zerotrain::checkpoint {
 
@@ -38,9 +39,12 @@ int64_t SafetensorsTensor::numel() const {
 
 std::string_view safetensors_dtype_name(DType dtype) {
   switch (dtype) {
-    case DType::kFloat32: return "F32";
-    case DType::kFloat16: return "F16";
-    case DType::kBFloat16: return "BF16";
+    case DType::kFloat32:
+      return "F32";
+    case DType::kFloat16:
+      return "F16";
+    case DType::kBFloat16:
+      return "BF16";
   }
   return "?";
 }
@@ -115,11 +119,7 @@ Status SafetensorsWriter::write_converted(const SafetensorsTensor& t,
   for (size_t i = 0; i < values.size(); i += bits.size()) {
     const int64_t n = std::min<int64_t>(bits.size(), values.size() - i);
     std::span<const float> src = values.subspan(i, static_cast<size_t>(n));
-    if (t.dtype == DType::kFloat16) {
-      device::cpu::fp32_to_fp16(src, {reinterpret_cast<Half*>(bits.data()), src.size()});
-    } else {
-      device::cpu::fp32_to_bf16(src, {reinterpret_cast<BFloat16*>(bits.data()), src.size()});
-    }
+    ZT_RETURN_IF_ERROR(device::host_ops().convert(src, Tensor(bits.data(), t.dtype, src.size())));
     ZT_RETURN_IF_ERROR(file_->write(bits.data(), static_cast<size_t>(n) * sizeof(uint16_t)));
   }
   return ok_status();
@@ -229,12 +229,8 @@ Status SafetensorsFile::read_f32(const SafetensorsTensor& t, int64_t first, int6
     const int64_t n = std::min(kBlockElements, count - i);
     ZT_RETURN_IF_ERROR(pread_all(bits.data(), n * elem, offset + i * elem));
     std::span<float> dst(out + i, static_cast<size_t>(n));
-    if (t.dtype == DType::kFloat16) {
-      device::cpu::fp16_to_fp32({reinterpret_cast<const Half*>(bits.data()), dst.size()}, dst);
-    } else {
-      device::cpu::bf16_to_fp32({reinterpret_cast<const BFloat16*>(bits.data()), dst.size()},
-                           dst);
-    }
+    ZT_RETURN_IF_ERROR(
+        device::host_ops().convert(ConstTensor(bits.data(), t.dtype, dst.size()), dst));
   }
   return ok_status();
 }

@@ -32,8 +32,8 @@
 #include <vector>
 
 #include "core/atomic_file.h"
-#include "core/status.h"
 #include "core/dtype.h"
+#include "core/status.h"
 
 namespace zerotrain::checkpoint {
 

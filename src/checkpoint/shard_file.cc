@@ -9,9 +9,8 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
-#include <utility>
-
 #include <nlohmann/json.hpp>
+#include <utility>
 
 #include "core/atomic_file.h"
 #include "core/crc32.h"
@@ -116,9 +115,8 @@ StatusOr<WrittenShard> write_shard(const std::string& path, int rank,
   int64_t data_bytes = 0;
   for (const NamedValues& t : tensors) {
     if (static_cast<int64_t>(t.values.numel) != owned || t.values.dtype != DType::kFloat32) {
-      return internal_error("shard tensor " + t.name + " holds " +
-                            std::to_string(t.values.numel) + " " +
-                            std::string(dtype_name(t.values.dtype)) + " values, its ranges " +
+      return internal_error("shard tensor " + t.name + " holds " + std::to_string(t.values.numel) +
+                            " " + std::string(dtype_name(t.values.dtype)) + " values, its ranges " +
                             std::to_string(owned) + " fp32");
     }
     ZT_ASSIGN_OR_RETURN(std::vector<uint32_t> crcs, chunk_crcs(t.values));
@@ -139,8 +137,8 @@ StatusOr<WrittenShard> write_shard(const std::string& path, int rank,
   ZT_ASSIGN_OR_RETURN(AtomicFile f, AtomicFile::create(path));
   ZT_RETURN_IF_ERROR(f.write(head.data(), head.size()));
   for (const NamedValues& t : tensors)
-    ZT_RETURN_IF_ERROR(
-        for_each_chunk(t.values, [&](const float* p, size_t n) { return f.write(p, n * sizeof(float)); }));
+    ZT_RETURN_IF_ERROR(for_each_chunk(
+        t.values, [&](const float* p, size_t n) { return f.write(p, n * sizeof(float)); }));
   const int64_t bytes = f.size();
   ZT_RETURN_IF_ERROR(f.commit());
   return WrittenShard{bytes, crc32(head.data(), head.size())};

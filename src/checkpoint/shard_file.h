@@ -26,8 +26,8 @@
 #include <vector>
 
 #include "checkpoint/manifest.h"
-#include "core/status.h"
 #include "core/range.h"
+#include "core/status.h"
 #include "core/tensor.h"
 
 namespace zerotrain::checkpoint {

@@ -43,7 +43,9 @@ Status check_same_dtype(const char* op, const ConstTensor& a, const ConstTensor&
 
 }  // namespace
 
-Status Communicator::allreduce(Tensor data, ReduceOp op) { return allreduce_async(data, op)->wait(); }
+Status Communicator::allreduce(Tensor data, ReduceOp op) {
+  return allreduce_async(data, op)->wait();
+}
 
 Status Communicator::reduce_scatter(ConstTensor input, Tensor output, ReduceOp op) {
   return reduce_scatter_async(input, output, op)->wait();

@@ -1,5 +1,5 @@
 // Which TrainerArgs field each "auto" key comes from, and how (the HF
-// integration's rules, reference §1.9). Also used to refuse config values
+// integration's rules, transformers/integrations/deepspeed.py). Also used to refuse config values
 // that contradict a trainer argument, as HF does.
 #include "config/auto_args.h"
 

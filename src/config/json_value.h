@@ -17,8 +17,8 @@
 #include <type_traits>
 #include <utility>
 
-#include "core/status.h"
 #include "config/schema.h"
+#include "core/status.h"
 
 namespace zerotrain::config {
 
@@ -32,7 +32,8 @@ struct EnumNames;
     static constexpr std::pair<E, const char*> kNames[] = {__VA_ARGS__}; \
   }
 
-ZT_ENUM_NAMES(DType, {DType::kFloat32, "fp32"}, {DType::kFloat16, "fp16"}, {DType::kBFloat16, "bf16"});
+ZT_ENUM_NAMES(DType, {DType::kFloat32, "fp32"}, {DType::kFloat16, "fp16"},
+              {DType::kBFloat16, "bf16"});
 ZT_ENUM_NAMES(OffloadDevice, {OffloadDevice::kNone, "none"}, {OffloadDevice::kCpu, "cpu"},
               {OffloadDevice::kNvme, "nvme"});
 ZT_ENUM_NAMES(OptimizerType, {OptimizerType::kNone, nullptr}, {OptimizerType::kAdam, "Adam"},

@@ -1,6 +1,6 @@
-// Schema table, part 2: optimizer and scheduler (reference §1.7, §1.8).
-// Parameters list the types they apply to; giving one to another type is an
-// error (DeepSpeed passes them as kwargs and fails with a TypeError).
+// Schema table, part 2: optimizer and scheduler (DeepSpeed's runtime/config.py and
+// runtime/lr_schedules.py). Parameters list the types they apply to; giving one to another type is
+// an error (DeepSpeed passes them as kwargs and fails with a TypeError).
 #include "config/json_value.h"
 #include "config/schema.h"
 

@@ -1,5 +1,5 @@
 // Schema table, part 1: top-level scalars, checkpoint, data_types, fp16, bf16.
-// Defaults are DeepSpeed's at v0.19.6 (shared/reference/deepspeed.md §1.3, §1.6).
+// Defaults are DeepSpeed's at v0.19.6 (runtime/constants.py and runtime/config.py there).
 #include "config/json_value.h"
 #include "config/schema.h"
 

@@ -1,5 +1,5 @@
 // Schema table, part 3: zero_optimization and its offload sub-sections
-// (reference §1.4, §1.5). Sizes are element counts.
+// (DeepSpeed's runtime/zero/config.py and offload_config.py). Sizes are element counts.
 #include "config/json_value.h"
 #include "config/schema.h"
 

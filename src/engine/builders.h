@@ -9,8 +9,8 @@
 
 #include <memory>
 
-#include "core/status.h"
 #include "config/config.h"
+#include "core/status.h"
 #include "optim/lr_scheduler.h"
 #include "optim/optimizer.h"
 

@@ -38,8 +38,9 @@ StatusOr<Tensor> stage_in(Tensor t, device::Device* home, Staged* keep) {
     keep->host.resize(t.numel);
     copy = Tensor(std::span<float>(keep->host));
   } else {
-    ZT_ASSIGN_OR_RETURN(keep->device, home->allocate(t.size_bytes(), device::MemoryCategory::kBuffers,
-                                                     "optimizer staging"));
+    ZT_ASSIGN_OR_RETURN(
+        keep->device,
+        home->allocate(t.size_bytes(), device::MemoryCategory::kBuffers, "optimizer staging"));
     copy = keep->device.tensor(t.dtype);
   }
   ZT_RETURN_IF_ERROR(device::copy(t, copy));
@@ -63,8 +64,8 @@ Status check_supported(const config::Config& config, const comm::Communicator& c
 
 }  // namespace
 
-StatusOr<std::unique_ptr<Engine>> Engine::create(const config::Config& config,
-                                                 model::Module* model, comm::Communicator* comm,
+StatusOr<std::unique_ptr<Engine>> Engine::create(const config::Config& config, model::Module* model,
+                                                 comm::Communicator* comm,
                                                  const EngineOptions& options) {
   if (model == nullptr || comm == nullptr)
     return invalid_argument("Engine::create: model and comm are required");
@@ -87,9 +88,8 @@ StatusOr<std::unique_ptr<Engine>> Engine::create(const config::Config& config,
       zero::model_state_setup(config, model->layout().total_numel(), comm->world_size());
   const int64_t activations = model->memory().activation_bytes;
   device::Device& d = model->device();
-  d.set_oom_advice([setup, activations, &d] {
-    return zero::capacity_advice(setup, activations, d.capacity());
-  });
+  d.set_oom_advice(
+      [setup, activations, &d] { return zero::capacity_advice(setup, activations, d.capacity()); });
   ZT_ASSIGN_OR_RETURN(e->strategy_,
                       zero::make_strategy(config, model, comm, e->optimizer_->state_count()));
 

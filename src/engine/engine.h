@@ -11,7 +11,7 @@
 //     ZT_RETURN_IF_ERROR(engine->step());         // acts at the boundary only
 //   }
 //
-// step() at a gradient-accumulation boundary (reference §3.1):
+// step() at a gradient-accumulation boundary (DeepSpeed's engine.step):
 //   1. reduce gradients over ranks (ZeroStrategy; stage 0: all-reduce mean);
 //      fp16: round them through fp16 (so > 65504 overflows; Ops::round_through)
 //   2. overflow = any inf/nan (ZeroStrategy::gradient_stats, over ranks); the loss
@@ -46,19 +46,19 @@
 
 #include <cstdint>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 
-#include <nlohmann/json.hpp>
-
+#include "checkpoint/manifest.h"
 #include "comm/communicator.h"
-#include "core/status.h"
 #include "config/config.h"
+#include "core/status.h"
 #include "engine/engine_state.h"
 #include "model/module.h"
-#include "zero/zero_strategy.h"
 #include "optim/loss_scaler.h"
 #include "optim/lr_scheduler.h"
 #include "optim/optimizer.h"
+#include "zero/zero_strategy.h"
 
 namespace zerotrain::engine {
 
@@ -170,6 +170,11 @@ class Engine {
   Engine() = default;
   Status boundary_step();
   Status update_in_sub_groups(Tensor grads, float grad_scale);
+  // Checkpoint loading (engine_checkpoint.cc): the checkpoint fits this
+  // model, optimizer and scheduler; its step state applied.
+  Status check_compatible(const checkpoint::Manifest& m, const EngineState& saved,
+                          const std::string& where) const;
+  Status apply_state(const EngineState& saved);
 
   config::Config config_;
   model::Module* model_ = nullptr;
@@ -189,8 +194,7 @@ class Engine {
 
 // deepspeed.initialize's counterpart: Engine::create.
 inline StatusOr<std::unique_ptr<Engine>> initialize(const config::Config& config,
-                                                    model::Module* model,
-                                                    comm::Communicator* comm,
+                                                    model::Module* model, comm::Communicator* comm,
                                                     const EngineOptions& options = {}) {
   return Engine::create(config, model, comm, options);
 }

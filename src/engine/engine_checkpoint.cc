@@ -165,8 +165,8 @@ Status Engine::save_checkpoint(const std::string& dir, const std::string& tag,
       kill_point("manifest");
       if (gather16) {
         const DType dt = config_.bf16.enabled   ? DType::kBFloat16
-                                 : config_.fp16.enabled ? DType::kFloat16
-                                                        : DType::kFloat32;
+                         : config_.fp16.enabled ? DType::kFloat16
+                                                : DType::kFloat32;
         ZT_RETURN_IF_ERROR(checkpoint::export_safetensors(staging, staging + "/" + k16BitFile, dt));
       }
       // Into place: the old TAG (if any) aside, the new one in, latest last.
@@ -218,23 +218,8 @@ StatusOr<json> Engine::load_checkpoint(const std::string& dir, const std::string
     reader.emplace(std::move(r));
     const checkpoint::Manifest& m = reader->manifest();
     const std::string where = "checkpoint " + dir + "/" + tag + ": ";
-    if (m.layout != checkpoint::layout_entries(model_->layout()) ||
-        m.numel != model_->layout().total_numel() || m.family != model_->family()) {
-      return invalid_argument(where + "written for another model (" + m.family + " " +
-                              m.model_config.dump() + ", " + std::to_string(m.numel) +
-                              " elements; this one is " + std::string(model_->family()) + " " +
-                              model_->config_json().dump() + ", " +
-                              std::to_string(model_->layout().total_numel()) + ")");
-    }
     ZT_ASSIGN_OR_RETURN(saved, engine_state_from_json(m.engine_state, where + "manifest"));
-    if (saved.optimizer != optimizer_->name() || m.state_names != optimizer_->state_names() ||
-        saved.state_names != m.state_names)
-      return invalid_argument(where + "optimizer " + saved.optimizer +
-                              " does not match this run's " + std::string(optimizer_->name()));
-    if ((saved.scheduler_type.empty()) != (scheduler_ == nullptr) ||
-        (scheduler_ && saved.scheduler_type != scheduler_->type()))
-      return invalid_argument(where + "scheduler \"" + saved.scheduler_type +
-                              "\" does not match this run's");
+    ZT_RETURN_IF_ERROR(check_compatible(m, saved, where));
     if (m.precision != precision_name(config_)) {
       if (comm_->rank() == 0)
         log::warn(where, "saved in ", m.precision, ", loading into ", precision_name(config_),
@@ -268,6 +253,36 @@ StatusOr<json> Engine::load_checkpoint(const std::string& dir, const std::string
   std::span<const Tensor> states = strategy_->optimizer_states();
   for (size_t i = 0; i < states.size(); ++i)
     ZT_RETURN_IF_ERROR(device::copy_from_host(scratch[i + 1].data(), states[i]));
+  ZT_RETURN_IF_ERROR(apply_state(saved));
+  if (comm_->rank() == 0)
+    log::info("loaded checkpoint ", dir, "/", tag, " (written by ", m.world_size,
+              " rank(s) at stage ", m.stage, ", global step ", saved.global_steps, ")");
+  return m.client_state;
+}
+
+Status Engine::check_compatible(const checkpoint::Manifest& m, const EngineState& saved,
+                                const std::string& where) const {
+  if (m.layout != checkpoint::layout_entries(model_->layout()) ||
+      m.numel != model_->layout().total_numel() || m.family != model_->family()) {
+    return invalid_argument(
+        where + "written for another model (" + m.family + " " + m.model_config.dump() + ", " +
+        std::to_string(m.numel) + " elements; this one is " + std::string(model_->family()) + " " +
+        model_->config_json().dump() + ", " + std::to_string(model_->layout().total_numel()) + ")");
+  }
+  if (saved.optimizer != optimizer_->name() || m.state_names != optimizer_->state_names() ||
+      saved.state_names != m.state_names)
+    return invalid_argument(where + "optimizer " + saved.optimizer + " does not match this run's " +
+                            std::string(optimizer_->name()));
+  if ((saved.scheduler_type.empty()) != (scheduler_ == nullptr) ||
+      (scheduler_ && saved.scheduler_type != scheduler_->type()))
+    return invalid_argument(where + "scheduler \"" + saved.scheduler_type +
+                            "\" does not match this run's");
+  return ok_status();
+}
+
+// The optimizer step, schedule and counters of a loaded checkpoint (the
+// owned arrays are already in place), then the model brought up to date.
+Status Engine::apply_state(const EngineState& saved) {
   optimizer_->set_step_count(saved.optimizer_step_count);
   if (scheduler_) {
     scheduler_->load_state_dict({saved.scheduler_last_batch_iteration});
@@ -280,10 +295,7 @@ StatusOr<json> Engine::load_checkpoint(const std::string& dir, const std::string
   micro_steps_ = saved.global_steps * gas_;  // boundaries at this run's gas
   ZT_RETURN_IF_ERROR(strategy_->publish_parameters());
   strategy_->zero_gradients();
-  if (comm_->rank() == 0)
-    log::info("loaded checkpoint ", dir, "/", tag, " (written by ", m.world_size,
-              " rank(s) at stage ", m.stage, ", global step ", saved.global_steps, ")");
-  return m.client_state;
+  return ok_status();
 }
 
 EngineState Engine::state() const {

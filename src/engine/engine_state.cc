@@ -39,7 +39,8 @@ StatusOr<EngineState> engine_state_from_json(const json& j, const std::string& w
     }
     const json& ls = j.at("loss_scaler");
     s.loss_scaler = {ls.at("cur_scale").get<double>(), ls.at("cur_iter").get<int64_t>(),
-                     ls.at("last_overflow_iter").get<int64_t>(), ls.at("cur_hysteresis").get<int>()};
+                     ls.at("last_overflow_iter").get<int64_t>(),
+                     ls.at("cur_hysteresis").get<int>()};
     const json& c = j.at("counters");
     s.global_steps = c.at("global_steps").get<int64_t>();
     s.skipped_steps = c.at("skipped_steps").get<int64_t>();

@@ -8,8 +8,8 @@
 
 #include <memory>
 
-#include "core/status.h"
 #include "config/config.h"
+#include "core/status.h"
 #include "optim/loss_scaler.h"
 
 namespace zerotrain::engine {

@@ -6,14 +6,14 @@
 #include <limits>
 #include <string>
 
-#include "device/cpu/cpu_device.h"
+#include "device/device.h"
 
 namespace zerotrain::model {
 
 Module::Module(ParamLayout layout, const ModuleOptions& options)
     : layout_(std::move(layout)),
       options_(options),
-      device_(options.device != nullptr ? options.device : &device::cpu::cpu_device()),
+      device_(options.device != nullptr ? options.device : &device::default_device()),
       param_base_(static_cast<size_t>(layout_.num_groups()), nullptr),
       grad_base_(static_cast<size_t>(layout_.num_groups()), nullptr),
       param16_base_(static_cast<size_t>(layout_.num_groups()), nullptr) {
@@ -136,8 +136,8 @@ float* Module::lend_activation_memory(int64_t n) {
   return act_buffer_.as<float>();
 }
 
-StatusOr<float> Module::forward(const int32_t* tokens, const int32_t* targets, int64_t B,
-                                int64_t T, bool for_backward) {
+StatusOr<float> Module::forward(const int32_t* tokens, const int32_t* targets, int64_t B, int64_t T,
+                                bool for_backward) {
   if (activations_lent_) {
     return invalid_argument(
         "forward: the activation memory is lent out (a boundary step's transient); the "

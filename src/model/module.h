@@ -61,11 +61,10 @@
 
 #include <cstdint>
 #include <functional>
+#include <nlohmann/json.hpp>
 #include <span>
 #include <string_view>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "core/half.h"
 #include "core/status.h"
@@ -91,7 +90,7 @@ struct ModuleOptions {
   bool full_logits = false;
   int64_t head_rows = 0;  // rows of an lm-head chunk; 0: automatic
   // Where the parameters, gradients and activations live and the kernels
-  // run; null: the process's CPU device (device::cpu::cpu_device()).
+  // run; null: the process's default device (device::default_device()).
   device::Device* device = nullptr;
 };
 
@@ -201,8 +200,8 @@ class Module {
   // within the options) and returns whether a backward may follow;
   // finish_forward returns the mean loss (NaN without targets), filling
   // losses_.
-  virtual Status begin_forward(const int32_t* tokens, const int32_t* targets, int64_t B,
-                               int64_t T, bool for_backward) = 0;
+  virtual Status begin_forward(const int32_t* tokens, const int32_t* targets, int64_t B, int64_t T,
+                               bool for_backward) = 0;
   virtual Status forward_stage(int stage) = 0;
   virtual StatusOr<float> finish_forward() = 0;
   virtual void begin_backward(float dloss) = 0;
@@ -226,8 +225,8 @@ class Module {
   device::Buffer own_params_, own_grads_, act_buffer_;
   float* flat_params_ = nullptr;
   float* flat_grads_ = nullptr;
-  std::vector<float*> param_base_, grad_base_;     // [num_groups]
-  std::vector<const BFloat16*> param16_base_;      // [num_groups], bf16 views
+  std::vector<float*> param_base_, grad_base_;  // [num_groups]
+  std::vector<const BFloat16*> param16_base_;   // [num_groups], bf16 views
   GroupHooks hooks_;
   bool backward_ready_ = false;
   bool activations_lent_ = false;

@@ -73,8 +73,8 @@ struct GroupInfo {
 struct TensorSpec {
   std::string name;
   ParamKind kind = ParamKind::kLinearWeight;
-  std::vector<int64_t> shape;
-  std::vector<int64_t> hf_shape;
+  std::vector<int64_t> shape{};
+  std::vector<int64_t> hf_shape{};
   bool hf_transposed = false;
 };
 

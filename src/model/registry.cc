@@ -19,8 +19,8 @@ StatusOr<const ModelFamily*> find_family(std::string_view name) {
     if (f->name == name) return f;
     names += (names.empty() ? "" : ", ") + f->name;
   }
-  return not_found("model_type \"" + std::string(name) + "\" is not supported (supported: " +
-                   names + ")");
+  return not_found("model_type \"" + std::string(name) +
+                   "\" is not supported (supported: " + names + ")");
 }
 
 StatusOr<ModelSpec> model_spec(std::string_view preset) {

@@ -14,11 +14,10 @@
 
 #include <cstdint>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "core/status.h"
 #include "model/module.h"
@@ -32,7 +31,7 @@ struct ModelInfo {
   int64_t max_seq = 0;      // positions (block size)
   int64_t hidden_size = 0;  // C (the ds_config's "auto" bucket sizes derive from it)
   int64_t num_layers = 0;
-  int64_t parameters = 0;   // as Hugging Face counts them (tied weights once)
+  int64_t parameters = 0;  // as Hugging Face counts them (tied weights once)
   // Training FLOPs per token at sequence length T, as llm.c and the PaLM
   // appendix count them: 6·N + 12·L·C·T. For MFU.
   int64_t flops_per_token(int64_t T) const {

@@ -1,5 +1,5 @@
 // Adam / AdamW over flat fp32 arrays with DeepSpeed CPU-Adam semantics
-// (reference §3.3), fused: one pass reads grad, param and both moments,
+// (DeepSpeed's csrc/adam/cpu_adam_impl.cpp), fused: one pass reads grad, param and both moments,
 // writes param and moments and optionally an fp16/bf16 copy of the new
 // weights (the ZeRO-Offload copy-back); grads may be fp32, fp16 or bf16.
 // The pass is the device's Ops::adam (on the CPU: SIMD level picked at run
@@ -26,11 +26,11 @@
 #include <array>
 #include <cstdint>
 #include <span>
+#include <vector>
 
 #include "core/status.h"
 #include "core/tensor.h"
 #include "device/ops.h"
-#include "device/cpu/aligned_buffer.h"
 
 namespace zerotrain::optim {
 
@@ -53,23 +53,22 @@ Status validate(const AdamOptions& options);
 // run by the host ops). grads are fp32, fp16 or bf16 (widened exactly in
 // registers, saving a conversion pass).
 struct AdamTensors {
-  Tensor params;       // fp32
-  ConstTensor grads;   // fp32, fp16 or bf16
-  Tensor exp_avg;      // first moment (m), fp32
-  Tensor exp_avg_sq;   // second moment (v), fp32
+  Tensor params;      // fp32
+  ConstTensor grads;  // fp32, fp16 or bf16
+  Tensor exp_avg;     // first moment (m), fp32
+  Tensor exp_avg_sq;  // second moment (v), fp32
   // Each grad is multiplied by this first, in fp32 (as the grads scaled in
   // place by it would be): the engine's loss-scale unscaling and gradient
   // clipping, fused into the update's one pass.
   float grad_scale = 1.0f;
 };
 
-// Moments owned together, zero-initialised, 64-byte aligned.
+// Host moments owned together, zero-initialised (for driving Adam on host
+// arrays directly; the ZeRO stages own theirs in device memory).
 struct AdamState {
-  device::cpu::AlignedBuffer<float> exp_avg;
-  device::cpu::AlignedBuffer<float> exp_avg_sq;
-  static AdamState zeros(size_t n) {
-    return {device::cpu::AlignedBuffer<float>(n), device::cpu::AlignedBuffer<float>(n)};
-  }
+  std::vector<float> exp_avg;
+  std::vector<float> exp_avg_sq;
+  static AdamState zeros(size_t n) { return {std::vector<float>(n), std::vector<float>(n)}; }
 };
 
 // The stateless update for step number `step` (>= 1), on the Ops of the

@@ -1,4 +1,4 @@
-// Loss scalers for mixed precision (reference §1.6, DeepSpeed
+// Loss scalers for mixed precision (DeepSpeed's
 // runtime/fp16/loss_scaler.py):
 //   DynamicLossScaler  fp16 with loss_scale == 0: start at
 //                      2^initial_scale_power; an overflow skips the step and,

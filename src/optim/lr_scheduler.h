@@ -1,5 +1,5 @@
 // Learning-rate schedulers with DeepSpeed's names, parameters, defaults and
-// formulas (runtime/lr_schedules.py; reference §1.8): WarmupLR,
+// formulas (DeepSpeed's runtime/lr_schedules.py): WarmupLR,
 // WarmupDecayLR, WarmupCosineLR, OneCycle, LRRangeTest.
 //
 // t = last_batch_iteration() starts at -1; step() is called once per

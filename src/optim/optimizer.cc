@@ -21,8 +21,8 @@ class AdamOptimizer final : public Optimizer {
   std::string_view name() const override { return adam_.options().adam_w_mode ? "adamw" : "adam"; }
   std::vector<std::string> state_names() const override { return {"exp_avg", "exp_avg_sq"}; }
   void begin_step() override { adam_.begin_step(); }
-  Status update(Tensor params, ConstTensor grads, std::span<const Tensor> states,
-                Tensor param_copy, float grad_scale) const override {
+  Status update(Tensor params, ConstTensor grads, std::span<const Tensor> states, Tensor param_copy,
+                float grad_scale) const override {
     ZT_RETURN_IF_ERROR(check_state_count(name(), states, 2));
     return adam_.update({params, grads, states[0], states[1], grad_scale}, param_copy);
   }
@@ -45,8 +45,8 @@ class SgdOptimizer final : public Optimizer {
     return {"momentum_buffer"};
   }
   void begin_step() override { sgd_.begin_step(); }
-  Status update(Tensor params, ConstTensor grads, std::span<const Tensor> states,
-                Tensor param_copy, float grad_scale) const override {
+  Status update(Tensor params, ConstTensor grads, std::span<const Tensor> states, Tensor param_copy,
+                float grad_scale) const override {
     const bool momentum = sgd_.options().momentum != 0.0;
     ZT_RETURN_IF_ERROR(check_state_count("sgd", states, momentum ? 1 : 0));
     if (grads.dtype != DType::kFloat32) {

@@ -1,8 +1,8 @@
 // Optimizer: the one interface the ZeRO stages and the engine drive, so they
-// never ask which optimizer they hold (STYLE §9.6). It says how many fp32
-// state arrays each parameter element needs (Adam 2, SGD with momentum 1),
-// so a stage can allocate and partition them, and updates one flat tensor
-// (or shard) given those arrays. Adam and Sgd stay usable on their own.
+// never ask which optimizer they hold (DeepSpeed's engine asks with isinstance; this interface says
+// instead). It says how many fp32 state arrays each parameter element needs (Adam 2, SGD with
+// momentum 1), so a stage can allocate and partition them, and updates one flat tensor (or shard)
+// given those arrays. Adam and Sgd stay usable on their own.
 //
 //   ZT_ASSIGN_OR_RETURN(auto opt, make_optimizer(AdamOptions{.lr = 3e-4}));
 //   std::vector<Tensor> states;                    // opt->state_count() of them
@@ -25,9 +25,9 @@
 #include <vector>
 
 #include "core/status.h"
+#include "core/tensor.h"
 #include "optim/adam.h"
 #include "optim/sgd.h"
-#include "core/tensor.h"
 
 namespace zerotrain::optim {
 

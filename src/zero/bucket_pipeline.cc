@@ -16,9 +16,9 @@ StatusOr<BucketPipeline> BucketPipeline::create(device::Device& device, int64_t 
   p.slots_.resize(static_cast<size_t>(slots));
   for (Slot& s : p.slots_) {
     if (slot_floats == 0) continue;  // in-place collectives only: order, no buffer
-    ZT_ASSIGN_OR_RETURN(s.buffer, device.allocate(static_cast<size_t>(slot_floats) * sizeof(float),
-                                                  device::MemoryCategory::kBuffers,
-                                                  "bucket staging"));
+    ZT_ASSIGN_OR_RETURN(s.buffer,
+                        device.allocate(static_cast<size_t>(slot_floats) * sizeof(float),
+                                        device::MemoryCategory::kBuffers, "bucket staging"));
   }
   return p;
 }

@@ -25,16 +25,14 @@ StatusOr<std::unique_ptr<HalfComputeCopy>> HalfComputeCopy::create(const HalfCom
   std::unique_ptr<HalfComputeCopy> h(new HalfComputeCopy(o));
   device::Device& d = m.device();
   h->pool_ = BufferPool(&d);
-  ZT_ASSIGN_OR_RETURN(h->params_,
-                      PartitionArray::allocate(d, o.dtype, numel,
-                                               {.category = MemoryCategory::kParameters},
-                                               "16-bit compute copy"));
+  ZT_ASSIGN_OR_RETURN(h->params_, PartitionArray::allocate(
+                                      d, o.dtype, numel, {.category = MemoryCategory::kParameters},
+                                      "16-bit compute copy"));
   ZT_RETURN_IF_ERROR(h->params_.write(0, weights));
   if (o.accumulate_gradients) {
-    ZT_ASSIGN_OR_RETURN(h->grads_,
-                        PartitionArray::allocate(d, o.dtype, numel,
-                                                 {.category = MemoryCategory::kGradients},
-                                                 "16-bit gradient accumulator"));
+    ZT_ASSIGN_OR_RETURN(h->grads_, PartitionArray::allocate(
+                                       d, o.dtype, numel, {.category = MemoryCategory::kGradients},
+                                       "16-bit gradient accumulator"));
   }
   std::vector<int64_t> group_numel;
   for (const auto& g : m.layout().groups()) group_numel.push_back(g.numel);

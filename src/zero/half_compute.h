@@ -33,9 +33,9 @@
 #include <span>
 #include <vector>
 
+#include "core/dtype.h"
 #include "core/status.h"
 #include "model/module.h"
-#include "core/dtype.h"
 #include "zero/buffer_pool.h"
 #include "zero/param_coordinator.h"
 #include "zero/partition_array.h"
@@ -44,7 +44,7 @@ namespace zerotrain::zero {
 
 struct HalfComputeOptions {
   model::Module* model = nullptr;
-  DType dtype = DType::kBFloat16;  // kBFloat16 or kFloat16
+  DType dtype = DType::kBFloat16;     // kBFloat16 or kFloat16
   bool accumulate_gradients = false;  // keep a 16-bit [Ψ] gradient accumulator
 };
 

@@ -92,8 +92,8 @@ StatusOr<ModelStateEstimate> model_state_bytes(const ModelStateSetup& s, int sta
   const int64_t part = shard_size(s.params, static_cast<int>(s.world_size));
   if (s.layout == StorageLayout::kEngine && (stage < 3 || offload)) {
     // Stage 3 with offload: everything (16·P) on the host.
-    auto [device, host] = stage < 3 ? engine_stage012(s, stage, offload)
-                                    : std::pair<int64_t, int64_t>{0, 16 * part};
+    auto [device, host] =
+        stage < 3 ? engine_stage012(s, stage, offload) : std::pair<int64_t, int64_t>{0, 16 * part};
     if (stage == 3) device += 4 * s.stage3_persistent_numel;
     return ModelStateEstimate{
         .device_bytes = device, .host_bytes = host * s.ranks_per_node, .host_bytes_per_rank = host};
@@ -121,19 +121,17 @@ std::string capacity_advice(const ModelStateSetup& setup, int64_t activation_byt
   ModelStateSetup s = setup;
   s.layout = StorageLayout::kEngine;
   std::string rows, fits;
-  const auto mib = [](int64_t b) {
-    return std::to_string((b + (1 << 19)) >> 20) + " MiB";
-  };
+  const auto mib = [](int64_t b) { return std::to_string((b + (1 << 19)) >> 20) + " MiB"; };
   for (int stage = 0; stage <= 3; ++stage)
     for (bool offload : {false, true}) {
       if (stage == 0 && offload) continue;
       StatusOr<ModelStateEstimate> e = model_state_bytes(s, stage, offload);
       if (!e.ok()) continue;
       const int64_t need = e->device_bytes + activation_bytes;
-      const std::string name = "stage " + std::to_string(stage) +
-                               (offload ? (stage == 3 ? " + offload_param/offload_optimizer"
-                                                      : " + offload_optimizer")
-                                        : "");
+      const std::string name =
+          "stage " + std::to_string(stage) +
+          (offload ? (stage == 3 ? " + offload_param/offload_optimizer" : " + offload_optimizer")
+                   : "");
       rows += (rows.empty() ? "" : ", ") + name + " " + mib(need);
       if (fits.empty() && capacity > 0 && need <= capacity) fits = name;
     }

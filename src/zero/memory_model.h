@@ -2,7 +2,7 @@
 // world size, dtype and offload setting — the one model the strategies,
 // the engine's report, the device's out-of-memory advice and `zerotrain
 // estimate` all use. Two storage layouts:
-//   kDesign: DESIGN.md / the ZeRO paper: 16-bit params and grads, fp32
+//   kDesign: the ZeRO paper (docs/architecture.md): 16-bit params and grads, fp32
 //            master and Adam (K = 12): stage 0 16Ψ, 1 4Ψ + 12Ψ/N,
 //            2 2Ψ + 14Ψ/N, 3 16Ψ/N; offload moves the optimizer share
 //            (and at stage 3 the parameters) to the host.
@@ -55,7 +55,7 @@ struct ModelStateBytes {
   }
 };
 
-// DESIGN.md's per-rank model-state bytes for Adam (K = 12) over Ψ = numel
+// The per-rank model-state bytes (docs/architecture.md) for Adam (K = 12) over Ψ = numel
 // elements and N ranks: stage 0 16Ψ, 1 4Ψ + 12Ψ/N, 2 2Ψ + 14Ψ/N, 3 16Ψ/N
 // (divisions rounded up).
 int64_t zero_formula_bytes(int stage, int64_t numel, int world_size);

@@ -7,7 +7,8 @@
 // crosses; bf16 -> fp32 crosses before it widens).
 //
 //   ZT_RETURN_IF_ERROR(convert_to(master_on_host, params16_on_device));   // rounded
-//   ZT_RETURN_IF_ERROR(add_to(grads_on_host, reduced_chunk_on_device));   // grads = dtype(grads + chunk)
+//   ZT_RETURN_IF_ERROR(add_to(grads_on_host, reduced_chunk_on_device));   // grads = dtype(grads +
+//   chunk)
 //
 // Thread-safety: as the Ops and copies they run.
 #pragma once

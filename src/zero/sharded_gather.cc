@@ -11,7 +11,7 @@
 namespace zerotrain::zero {
 
 Status ShardedStrategy::publish_parameters() {
-  ZT_RETURN_IF_ERROR(finish_gathers());  // a forward-less step: the last ones first
+  ZT_RETURN_IF_ERROR(finish_gathers());                  // a forward-less step: the last ones first
   if (half()) ZT_RETURN_IF_ERROR(half_->release_all());  // expansions of the old weights
   if (world() == 1) {
     if (half()) return half_->parameters().write(0, master_);
@@ -22,7 +22,8 @@ Status ShardedStrategy::publish_parameters() {
 }
 
 Tensor ShardedStrategy::compute_slice(int64_t flat, int64_t count) const {
-  if (half()) return half_->parameters().slice(static_cast<size_t>(flat), static_cast<size_t>(count));
+  if (half())
+    return half_->parameters().slice(static_cast<size_t>(flat), static_cast<size_t>(count));
   return params_.slice(static_cast<size_t>(flat), static_cast<size_t>(count));
 }
 
@@ -38,8 +39,8 @@ Status ShardedStrategy::launch_gather() {
   const auto cc = static_cast<size_t>(col.count);
   ZT_ASSIGN_OR_RETURN(Tensor slot, pipe_.next_slot());
   // next_slot() completed the column that used this slot last.
-  gather_done_ = std::max(gather_done_, gather_next_ + 1 - std::min<size_t>(
-                                                              gather_next_ + 1, pipe_.slots()));
+  gather_done_ =
+      std::max(gather_done_, gather_next_ + 1 - std::min<size_t>(gather_next_ + 1, pipe_.slots()));
   const Tensor all(slot.data, wire, n * cc, slot.device);
   const Tensor mine = all.slice(rank() * cc, cc);
   const Range own = intersect(col, {0, own_count_});

@@ -111,8 +111,9 @@ Status ShardedStrategy::reduce_column(size_t c) {
       const Tensor chunk = all.slice(k * cc, cc);
       int64_t filled = 0;
       for (const SlotRun& run : layout_.runs(k, col)) {
-        ZT_RETURN_IF_ERROR(read_gradients(
-            {run.flat, run.count}, chunk.slice(static_cast<size_t>(run.slot - col.offset), run.count)));
+        ZT_RETURN_IF_ERROR(
+            read_gradients({run.flat, run.count},
+                           chunk.slice(static_cast<size_t>(run.slot - col.offset), run.count)));
         filled = run.slot - col.offset + run.count;
       }
       ZT_RETURN_IF_ERROR(fill_zero(chunk.slice(static_cast<size_t>(filled), cc - filled)));
@@ -135,8 +136,8 @@ Status ShardedStrategy::reduce_column(size_t c) {
       tail = all.slice(static_cast<size_t>(from - base), all.numel - (from - base));
     }
     return pipe_.submit(std::move(work), [this, col, mine, w_mine, wire, tail, post = r.post] {
-      ZT_RETURN_IF_ERROR(device().ops().widen_in_place(w_mine.data, mine.numel, wire, post,
-                                                       mine.ptr<float>()));
+      ZT_RETURN_IF_ERROR(
+          device().ops().widen_in_place(w_mine.data, mine.numel, wire, post, mine.ptr<float>()));
       ZT_RETURN_IF_ERROR(take_reduced(col, mine));
       return fill_zero(tail);
     });
@@ -161,9 +162,9 @@ Status ShardedStrategy::allreduce_buckets() {
     if (grads_.empty()) {
       const auto bytes = static_cast<size_t>(b.count) * sizeof(float);
       if (allreduce_staging_.bytes() < bytes) {
-        ZT_ASSIGN_OR_RETURN(allreduce_staging_,
-                            device().allocate(bytes, device::MemoryCategory::kBuffers,
-                                              "all-reduce staging"));
+        ZT_ASSIGN_OR_RETURN(
+            allreduce_staging_,
+            device().allocate(bytes, device::MemoryCategory::kBuffers, "all-reduce staging"));
       }
       g = allreduce_staging_.tensor(DType::kFloat32, 0, static_cast<size_t>(b.count));
       ZT_RETURN_IF_ERROR(read_gradients(b, g));

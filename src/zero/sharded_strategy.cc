@@ -33,11 +33,10 @@ Status validate(const model::Module* model, const StrategyOptions& o) {
 StatusOr<Tensor> ShardedStrategy::allocate_owned(const char* what, MemoryCategory category) {
   ZT_ASSIGN_OR_RETURN(
       PartitionArray a,
-      PartitionArray::allocate(device(), DType::kFloat32, static_cast<size_t>(own_count_),
-                               {.host = options_.offload_optimizer,
-                                .pin = options_.pin_memory,
-                                .category = category},
-                               what));
+      PartitionArray::allocate(
+          device(), DType::kFloat32, static_cast<size_t>(own_count_),
+          {.host = options_.offload_optimizer, .pin = options_.pin_memory, .category = category},
+          what));
   // Its memory stays where it is as the array moves into owned_.
   const Tensor t = a.tensor();
   owned_.push_back(std::move(a));
@@ -63,11 +62,10 @@ Status ShardedStrategy::init(int64_t owner_bucket) {
   const std::vector<Range> ranges = layout_.owned_ranges(rank());
   const bool contiguous = ranges.size() <= 1;
   const int64_t own = ranges.empty() ? 0 : ranges.front().offset;
-  separate_master_ =
-      options_.dtype != DType::kFloat32 || options_.offload_optimizer || !contiguous;
+  separate_master_ = options_.dtype != DType::kFloat32 || options_.offload_optimizer || !contiguous;
   if (separate_master_) {
-    ZT_ASSIGN_OR_RETURN(master_, allocate_owned("fp32 master weights",
-                                                MemoryCategory::kMasterWeights));
+    ZT_ASSIGN_OR_RETURN(master_,
+                        allocate_owned("fp32 master weights", MemoryCategory::kMasterWeights));
     for (const SlotRun& r : own_runs_)
       ZT_RETURN_IF_ERROR(device::copy(params_.slice(static_cast<size_t>(r.flat), r.count),
                                       master_.slice(static_cast<size_t>(r.slot), r.count)));
@@ -121,10 +119,10 @@ Status ShardedStrategy::init(int64_t owner_bucket) {
 // backward buffer.
 Status ShardedStrategy::make_half_copy() {
   model::Module& m = *model_;
-  ZT_ASSIGN_OR_RETURN(half_, HalfComputeCopy::create({.model = &m,
-                                                      .dtype = options_.dtype,
-                                                      .accumulate_gradients = half_accumulates()},
-                                                     params_));
+  ZT_ASSIGN_OR_RETURN(
+      half_, HalfComputeCopy::create(
+                 {.model = &m, .dtype = options_.dtype, .accumulate_gradients = half_accumulates()},
+                 params_));
   params_ = {};
   grads_ = {};
   if (!half_accumulates()) {
@@ -143,13 +141,12 @@ Status ShardedStrategy::make_half_copy() {
 
 Status ShardedStrategy::ensure_step_gradients() {
   if (!owned_grads_.empty() || own_count_ == 0) return Status();
-  ZT_ASSIGN_OR_RETURN(step_grads_,
-                      PartitionArray::allocate(device(), DType::kFloat32,
-                                               static_cast<size_t>(own_count_),
-                                               {.host = options_.offload_optimizer,
-                                                .pin = options_.pin_memory,
-                                                .category = MemoryCategory::kBuffers},
-                                               "fp32 gradients of the step"));
+  ZT_ASSIGN_OR_RETURN(step_grads_, PartitionArray::allocate(device(), DType::kFloat32,
+                                                            static_cast<size_t>(own_count_),
+                                                            {.host = options_.offload_optimizer,
+                                                             .pin = options_.pin_memory,
+                                                             .category = MemoryCategory::kBuffers},
+                                                            "fp32 gradients of the step"));
   owned_grads_ = step_grads_.tensor();
   return Status();
 }

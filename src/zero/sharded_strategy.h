@@ -1,4 +1,5 @@
-// ShardedStrategy: what ZeRO stages 1 and 2 share (reference §3.1); the
+// ShardedStrategy: what ZeRO stages 1 and 2 share (DeepSpeed's
+// runtime/zero/stage_1_and_2.py); the
 // stages themselves are Stage1Strategy and Stage2Strategy
 // (stage1_strategy.h, stage2_strategy.h), which differ only in when
 // gradients are reduced and where they accumulate.
@@ -175,8 +176,8 @@ class ShardedStrategy : public ZeroStrategy {
   // 16-bit stage 2: owned_grads_ is in the model's lent activation memory
   // (the boundary step's transient, after the backward) instead of step_grads_.
   bool activations_lent_ = false;
-  device::Buffer allreduce_staging_;        // 16-bit stage 1, reduce_scatter false
-  std::vector<PartitionArray> owned_;       // owned partition arrays (device or host)
+  device::Buffer allreduce_staging_;   // 16-bit stage 1, reduce_scatter false
+  std::vector<PartitionArray> owned_;  // owned partition arrays (device or host)
   BucketPipeline pipe_;
   Tensor master_, owned_grads_;  // owned_grads_: [|own|] fp32 (the engine's)
   bool separate_master_ = false, separate_grads_ = false;

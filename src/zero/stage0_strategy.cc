@@ -29,23 +29,23 @@ StatusOr<std::unique_ptr<DataParallelStrategy>> DataParallelStrategy::create(
   if (o.dtype == DType::kFloat32) {
     s->master_ = s->params_;
   } else {
-    ZT_ASSIGN_OR_RETURN(s->own_master_,
-                        d.allocate(n * sizeof(float), MemoryCategory::kMasterWeights,
-                                   "fp32 master weights"));
+    ZT_ASSIGN_OR_RETURN(
+        s->own_master_,
+        d.allocate(n * sizeof(float), MemoryCategory::kMasterWeights, "fp32 master weights"));
     s->master_ = s->own_master_.tensor(DType::kFloat32);
     ZT_RETURN_IF_ERROR(device::copy(s->params_, s->master_));
-    ZT_ASSIGN_OR_RETURN(s->half_, HalfComputeCopy::create({.model = model,
-                                                            .dtype = o.dtype,
-                                                            .accumulate_gradients = true},
-                                                           s->params_));
+    ZT_ASSIGN_OR_RETURN(
+        s->half_,
+        HalfComputeCopy::create({.model = model, .dtype = o.dtype, .accumulate_gradients = true},
+                                s->params_));
     s->params_ = {};
     s->grads_ = {};
     s->install_hooks();
   }
   for (int i = 0; i < o.state_count; ++i) {
-    ZT_ASSIGN_OR_RETURN(device::Buffer b, d.allocate(n * sizeof(float),
-                                                     MemoryCategory::kOptimizerStates,
-                                                     "optimizer states"));
+    ZT_ASSIGN_OR_RETURN(
+        device::Buffer b,
+        d.allocate(n * sizeof(float), MemoryCategory::kOptimizerStates, "optimizer states"));
     s->states_.push_back(std::move(b));
     s->state_tensors_.push_back(s->states_.back().tensor(DType::kFloat32));
   }
@@ -99,8 +99,8 @@ Status DataParallelStrategy::reduce_gradients() {
 }
 
 Status DataParallelStrategy::publish_parameters() {
-  if (!half_) return Status();               // fp32: the model's buffer is the master
-  ZT_RETURN_IF_ERROR(half_->release_all());  // expansions of the old weights
+  if (!half_) return Status();                   // fp32: the model's buffer is the master
+  ZT_RETURN_IF_ERROR(half_->release_all());      // expansions of the old weights
   return half_->parameters().write(0, master_);  // rounded to the 16-bit type
 }
 

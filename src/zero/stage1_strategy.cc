@@ -9,8 +9,8 @@
 namespace zerotrain::zero {
 
 StatusOr<std::unique_ptr<Stage1Strategy>> Stage1Strategy::create(model::Module* model,
-                                                                  comm::Communicator* comm,
-                                                                  const StrategyOptions& o) {
+                                                                 comm::Communicator* comm,
+                                                                 const StrategyOptions& o) {
   std::unique_ptr<Stage1Strategy> s(new Stage1Strategy(model, comm, o));
   // fp32 keeps one contiguous shard, so the model's own slice doubles as
   // the master and the reduced gradients (it reduces once a step, at the
@@ -35,8 +35,8 @@ Status Stage1Strategy::allocate_gradients(bool contiguous, int64_t own_offset) {
   if (half16 && !options_.offload_optimizer) {
     owned_grads_ = {};  // from the first reduced bucket on
   } else if (separate_grads_) {
-    ZT_ASSIGN_OR_RETURN(owned_grads_,
-                        allocate_owned("fp32 gradient partition", device::MemoryCategory::kGradients));
+    ZT_ASSIGN_OR_RETURN(owned_grads_, allocate_owned("fp32 gradient partition",
+                                                     device::MemoryCategory::kGradients));
   } else {
     owned_grads_ = grads_.slice(static_cast<size_t>(own_offset), static_cast<size_t>(own_count_));
   }

@@ -9,8 +9,8 @@
 namespace zerotrain::zero {
 
 StatusOr<std::unique_ptr<Stage2Strategy>> Stage2Strategy::create(model::Module* model,
-                                                                  comm::Communicator* comm,
-                                                                  const StrategyOptions& o) {
+                                                                 comm::Communicator* comm,
+                                                                 const StrategyOptions& o) {
   std::unique_ptr<Stage2Strategy> s(new Stage2Strategy(model, comm, o));
   // Ownership buckets of reduce_bucket_size: a bucket is final as soon as
   // backward has passed it, so its reduce-scatter overlaps the rest.
@@ -24,17 +24,16 @@ StatusOr<std::unique_ptr<Stage2Strategy>> Stage2Strategy::create(model::Module* 
 Status Stage2Strategy::allocate_gradients(bool /*contiguous*/, int64_t /*own_offset*/) {
   separate_grads_ = true;
   if (options_.dtype != DType::kFloat32) {
-    ZT_ASSIGN_OR_RETURN(grad_part16_,
-                        PartitionArray::allocate(device(), options_.dtype,
-                                                 static_cast<size_t>(own_count_),
-                                                 {.host = options_.offload_optimizer,
-                                                  .pin = options_.pin_memory,
-                                                  .category = device::MemoryCategory::kGradients},
-                                                 "16-bit gradient partition"));
+    ZT_ASSIGN_OR_RETURN(grad_part16_, PartitionArray::allocate(
+                                          device(), options_.dtype, static_cast<size_t>(own_count_),
+                                          {.host = options_.offload_optimizer,
+                                           .pin = options_.pin_memory,
+                                           .category = device::MemoryCategory::kGradients},
+                                          "16-bit gradient partition"));
     return Status();
   }
-  ZT_ASSIGN_OR_RETURN(owned_grads_,
-                      allocate_owned("fp32 gradient partition", device::MemoryCategory::kGradients));
+  ZT_ASSIGN_OR_RETURN(
+      owned_grads_, allocate_owned("fp32 gradient partition", device::MemoryCategory::kGradients));
   return Status();
 }
 

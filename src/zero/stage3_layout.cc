@@ -104,7 +104,8 @@ Status pack_list(const CompactList& l, int64_t group_offset, ConstTensor flat_gr
                         out.slice(static_cast<size_t>(c), n));
   });
   ZT_RETURN_IF_ERROR(st);
-  return fill_zero(out.slice(static_cast<size_t>(l.count), static_cast<size_t>(l.padded() - l.count)));
+  return fill_zero(
+      out.slice(static_cast<size_t>(l.count), static_cast<size_t>(l.padded() - l.count)));
 }
 
 Status unpack_list(const CompactList& l, int64_t group_offset, ConstTensor compact,

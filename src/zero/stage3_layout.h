@@ -35,10 +35,10 @@
 #include <span>
 #include <vector>
 
+#include "core/range.h"
 #include "core/status.h"
 #include "core/tensor.h"
 #include "model/param_layout.h"
-#include "core/range.h"
 
 namespace zerotrain::zero {
 

@@ -39,8 +39,8 @@ Status add_owned(PartitionArray& grads, const CompactList& l, Range col, At at) 
     const int64_t lo = std::max(piece.compact, col.offset);
     const int64_t hi = std::min(piece.compact + piece.count, col.end());
     if (lo < hi)
-      ZT_RETURN_IF_ERROR(
-          grads.add(static_cast<size_t>(piece.owned + (lo - piece.compact)), at(piece, lo, hi - lo)));
+      ZT_RETURN_IF_ERROR(grads.add(static_cast<size_t>(piece.owned + (lo - piece.compact)),
+                                   at(piece, lo, hi - lo)));
   }
   return Status();
 }
@@ -101,8 +101,8 @@ Status Stage3Strategy::reduce_column(int g, const CompactList& l, Range col) {
   ZT_ASSIGN_OR_RETURN(device::Buffer staging, pool_.acquire(n * cc * sizeof(float)));
   const Tensor all = staging.tensor(DType::kFloat32, 0, n * cc);
   for (int r = 0; r < n; ++r)
-    ZT_RETURN_IF_ERROR(copy_compact(l, base, full, r * l.chunk + col.offset, col.count,
-                                    all.slice(r * cc, cc)));
+    ZT_RETURN_IF_ERROR(
+        copy_compact(l, base, full, r * l.chunk + col.offset, col.count, all.slice(r * cc, cc)));
   const ReductionPolicy rp = reduction_policy(options_, n);
   PendingReduce p{.staging = std::move(staging), .work = nullptr, .list = &l, .col = col};
   const device::Ops& ops = device().ops();
@@ -147,9 +147,10 @@ Status Stage3Strategy::finish_reduce(PendingReduce& p) {
   } else if (rp.post != 1.0f) {
     ZT_RETURN_IF_ERROR(ops.scale(mine, rp.post));
   }
-  ZT_RETURN_IF_ERROR(add_owned(grads_, *p.list, p.col, [&](const Piece&, int64_t lo, int64_t count) {
-    return mine.slice(static_cast<size_t>(lo - p.col.offset), count);
-  }));
+  ZT_RETURN_IF_ERROR(
+      add_owned(grads_, *p.list, p.col, [&](const Piece&, int64_t lo, int64_t count) {
+        return mine.slice(static_cast<size_t>(lo - p.col.offset), count);
+      }));
   pool_.release(std::move(p.staging));
   return Status();
 }

@@ -39,8 +39,8 @@ Status validate(const model::Module* m, const StrategyOptions& o) {
 }  // namespace
 
 StatusOr<std::unique_ptr<Stage3Strategy>> Stage3Strategy::create(model::Module* model,
-                                                                  comm::Communicator* comm,
-                                                                  const StrategyOptions& o) {
+                                                                 comm::Communicator* comm,
+                                                                 const StrategyOptions& o) {
   if (model == nullptr || comm == nullptr)
     return invalid_argument("Stage3Strategy: model and comm are required");
   ZT_RETURN_IF_ERROR(validate(model, o));
@@ -132,16 +132,17 @@ Status Stage3Strategy::allocate(ConstTensor flat) {
   }
   for (const PartitionArray& st : states_) state_tensors_.push_back(st.tensor());
   // Whole copies of the persistent tensors, rounded as the model sees them.
-  ZT_ASSIGN_OR_RETURN(
-      persistent_, d.allocate(static_cast<size_t>(layout_.persistent_numel()) * sizeof(float),
-                              MemoryCategory::kParameters, "persistent parameters"));
+  ZT_ASSIGN_OR_RETURN(persistent_,
+                      d.allocate(static_cast<size_t>(layout_.persistent_numel()) * sizeof(float),
+                                 MemoryCategory::kParameters, "persistent parameters"));
   const Tensor persistent = persistent_.tensor(DType::kFloat32);
   for (const GroupPlan& g : layout_.groups()) {
     Status st;
     for_each_extent(g.persistent, [&](int64_t f, int64_t c, int64_t cnt) {
       if (!st.ok()) return;
-      st = d.ops().round_through(options_.dtype, flat.slice(static_cast<size_t>(f), cnt),
-                                 persistent.slice(static_cast<size_t>(g.persistent_offset + c), cnt));
+      st = d.ops().round_through(
+          options_.dtype, flat.slice(static_cast<size_t>(f), cnt),
+          persistent.slice(static_cast<size_t>(g.persistent_offset + c), cnt));
     });
     ZT_RETURN_IF_ERROR(st);
   }
@@ -197,8 +198,8 @@ Status Stage3Strategy::unpack_gather(int g, const device::Buffer* staging, Tenso
     });
   } else if (world() == 1) {  // no staging copy: this rank's pieces are the whole list
     for (const Piece& p : plan.gathered.mine)
-      if (st.ok()) st = convert_to(params_->slice(static_cast<size_t>(p.owned), p.count),
-                                   at(p.flat, p.count));
+      if (st.ok())
+        st = convert_to(params_->slice(static_cast<size_t>(p.owned), p.count), at(p.flat, p.count));
   }
   ZT_RETURN_IF_ERROR(st);
   return unpack_list(plan.persistent, plan.offset,
@@ -222,7 +223,8 @@ Status Stage3Strategy::finish_gather(int g) {
     s = b.gather->wait();
     b.gather.reset();
   }
-  if (s.ok()) s = unpack_gather(g, b.staging.empty() ? nullptr : &b.staging, group_tensor(g, b.params));
+  if (s.ok())
+    s = unpack_gather(g, b.staging.empty() ? nullptr : &b.staging, group_tensor(g, b.params));
   if (s.ok()) model_->set_group_parameters(g, b.params.as<float>());
   pool_.release(std::move(b.staging));
   return s;

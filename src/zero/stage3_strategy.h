@@ -1,4 +1,4 @@
-// Stage3Strategy: ZeRO stage 3 (reference §3.1, DeepSpeed's stage3.py).
+// Stage3Strategy: ZeRO stage 3 (DeepSpeed's runtime/zero/stage3.py).
 // Every group's parameters are partitioned over the N ranks
 // (stage3_layout.h: per group, one all-gather of N equal chunks); a rank
 // keeps only its owned elements of the compute parameters, the gradients,
@@ -165,9 +165,9 @@ class Stage3Strategy : public ZeroStrategy, private GatherBackend {
   PartitionArray* params_ = &master_store_;
   std::vector<PartitionArray> states_;
   std::vector<Tensor> state_tensors_;
-  PartitionArray step_grads_;  // fp32 view for 16-bit gradients, boundary only
-  Tensor owned_grads_;         // what the engine reads: grads_ or step_grads_
-  device::Buffer persistent_;  // [persistent_numel] fp32 whole copies
+  PartitionArray step_grads_;          // fp32 view for 16-bit gradients, boundary only
+  Tensor owned_grads_;                 // what the engine reads: grads_ or step_grads_
+  device::Buffer persistent_;          // [persistent_numel] fp32 whole copies
   std::vector<GroupBuffers> buffers_;  // [num_groups]
   BufferPool pool_;
   std::deque<PendingReduce> reduces_;

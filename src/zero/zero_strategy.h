@@ -29,10 +29,10 @@
 #include <span>
 #include <vector>
 
+#include "comm/communicator.h"
 #include "core/range.h"
 #include "core/status.h"
 #include "core/tensor.h"
-#include "comm/communicator.h"
 #include "zero/memory_model.h"
 
 namespace zerotrain::zero {

@@ -20,8 +20,8 @@
 #include "checkpoint/manifest.h"
 #include "checkpoint/safetensors.h"
 #include "checkpoint/test_util.h"
-#include "zero/zero_job.h"
 #include "device/device.h"
+#include "zero/zero_job.h"
 
 namespace zerotrain::checkpoint::enginetest {
 
@@ -49,13 +49,16 @@ struct Rank {
 };
 
 // A model initialised from `seed` and an engine over it for job j.
-inline std::unique_ptr<Rank> make_rank(Communicator& c, const Job& j, uint64_t seed,
-                                const model::gpt2::GptConfig& mc = engine::testutil::micro_gpt()) {
+inline std::unique_ptr<Rank> make_rank(
+    Communicator& c, const Job& j, uint64_t seed,
+    const model::gpt2::GptConfig& mc = engine::testutil::micro_gpt()) {
   const int64_t mb = j.rows / (c.world_size() * j.gas);
   StatusOr<model::gpt2::GptModel> m = model::gpt2::GptModel::create(mc, {.max_batch = mb});
   EXPECT_TRUE(m.ok()) << m.status().to_string();
   if (!m.ok()) return nullptr;
-  m->init_parameters(seed);
+  const Status init = m->init_parameters(seed);
+  EXPECT_TRUE(init.ok()) << init.to_string();
+  if (!init.ok()) return nullptr;
   auto r = std::make_unique<Rank>(Rank{std::move(m).value(), nullptr});
   auto e = Engine::create(engine::testutil::parse(config_json(j), c.world_size()), &r->model, &c);
   EXPECT_TRUE(e.ok()) << e.status().to_string();

@@ -44,8 +44,9 @@ Manifest write_checkpoint(const std::string& dir) {
   m.precision = "fp32";
   m.numel = kNumel;
   m.family = "gpt2";
-  m.model_config = {{"model_type", "gpt2"}, {"n_layer", 1}, {"n_head", 1}, {"n_embd", 8},
-                    {"n_positions", 4}, {"vocab_size", 5}, {"padded_vocab_size", 8}};
+  m.model_config = {{"model_type", "gpt2"},  {"n_layer", 1},     {"n_head", 1},
+                    {"n_embd", 8},           {"n_positions", 4}, {"vocab_size", 5},
+                    {"padded_vocab_size", 8}};
   m.layout = {{"a", 0, 600}, {"b", 600, 400}};
   m.state_names = {"exp_avg", "exp_avg_sq"};
   // The engine's own JSON (opaque to the manifest): a double must survive.
@@ -102,14 +103,16 @@ TEST(Manifest, AVersion1ManifestLoadsIntoVersion2Fields) {
   j["zero_stage"] = 3;
   j["precision"] = "bf16";
   j["numel"] = 100;
-  j["model"] = {{"n_layer", 2}, {"n_head", 2}, {"n_embd", 32},
+  j["model"] = {{"n_layer", 2},  {"n_head", 2},      {"n_embd", 32},
                 {"seq_len", 16}, {"vocab_size", 50}, {"padded_vocab", 64}};
   j["param_layout"] = nlohmann::json::array({{"wte.weight", 0, 100}});
-  j["optimizer"] = {{"name", "adamw"}, {"state_names", {"exp_avg", "exp_avg_sq"}},
-                    {"step_count", 3}, {"lr", 0.25}};
+  j["optimizer"] = {{"name", "adamw"},
+                    {"state_names", {"exp_avg", "exp_avg_sq"}},
+                    {"step_count", 3},
+                    {"lr", 0.25}};
   j["scheduler"] = {{"type", "WarmupLR"}, {"last_batch_iteration", 2}};
-  j["loss_scaler"] = {{"cur_scale", 1.0}, {"cur_iter", 3}, {"last_overflow_iter", -1},
-                      {"cur_hysteresis", 2}};
+  j["loss_scaler"] = {
+      {"cur_scale", 1.0}, {"cur_iter", 3}, {"last_overflow_iter", -1}, {"cur_hysteresis", 2}};
   j["engine"] = {{"global_steps", 3}, {"skipped_steps", 0}, {"micro_steps", 6}};
   j["client_state"] = nlohmann::json::object();
   j["shards"] = nlohmann::json::array(

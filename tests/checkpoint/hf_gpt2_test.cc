@@ -1,8 +1,6 @@
 // HF GPT-2 safetensors export/import on a small config: exact round trip of
 // the flat buffer, Conv1D transposition and wte's real rows on disk, bf16
 // rounding, HF naming variants accepted, wrong files refused by name.
-#include "checkpoint/hf/gpt2.h"
-
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -11,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "checkpoint/hf/gpt2.h"
 #include "checkpoint/safetensors.h"
 #include "checkpoint/test_util.h"
 #include "core/half.h"
@@ -19,10 +18,10 @@
 namespace zerotrain::checkpoint {
 namespace {
 
-using model::gpt2::GptConfig;
-using model::gpt2::make_layout;
 using model::ParamLayout;
 using model::TensorInfo;
+using model::gpt2::GptConfig;
+using model::gpt2::make_layout;
 using testing::TempDir;
 
 // 2 layers, C=32, NH=2, V=50 padded to 64, block size 16.
@@ -110,9 +109,8 @@ TEST(HfGpt2, FileHoldsHfShapesConv1dTransposedAndNoLmHead) {
   const ParamLayout layout = make_layout(small_config());
   const std::vector<float> params = sample_params(layout, 2);
   const std::string path = dir.file("model.safetensors");
-  ASSERT_TRUE(write_hf_gpt2(path, layout, DType::kFloat32, reader_of(params),
-                            {{"source", "test"}})
-                  .ok());
+  ASSERT_TRUE(
+      write_hf_gpt2(path, layout, DType::kFloat32, reader_of(params), {{"source", "test"}}).ok());
   auto f = SafetensorsFile::open(path);
   ASSERT_TRUE(f.ok()) << f.status().to_string();
   EXPECT_EQ(f->tensors().size(), layout.tensors().size());

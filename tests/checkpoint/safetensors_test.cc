@@ -112,13 +112,13 @@ TEST(Safetensors, Bf16AndF16RoundToNearestEvenAsConvertDoes) {
     ASSERT_EQ(back.size(), values.size());
     const size_t data_start = bytes.size() - values.size() * 2;
     for (size_t i = 0; i < values.size(); ++i) {
-      const uint16_t want = dtype == DType::kBFloat16 ? fp32_to_bf16_bits(values[i])
-                                                      : fp32_to_fp16_bits(values[i]);
+      const uint16_t want =
+          dtype == DType::kBFloat16 ? fp32_to_bf16_bits(values[i]) : fp32_to_fp16_bits(values[i]);
       uint16_t stored = 0;
       std::memcpy(&stored, bytes.data() + data_start + 2 * i, 2);
       ASSERT_EQ(stored, want) << "element " << i;
-      const float want_f32 = dtype == DType::kBFloat16 ? bf16_bits_to_fp32(want)
-                                                       : fp16_bits_to_fp32(want);
+      const float want_f32 =
+          dtype == DType::kBFloat16 ? bf16_bits_to_fp32(want) : fp16_bits_to_fp32(want);
       ASSERT_EQ(back[i], want_f32) << "element " << i;
     }
     const size_t n = values.size();

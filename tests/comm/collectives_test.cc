@@ -8,8 +8,8 @@
 #include <cmath>
 
 #include "comm/gloo/reduce.h"
-#include "rank_threads.h"
 #include "core/range.h"
+#include "rank_threads.h"
 
 namespace zerotrain::comm {
 namespace {

@@ -129,7 +129,7 @@ TEST(Engine, StepMatchesHandRunAdamWithClippingAndWarmup) {
     adam->set_lr(lr);
     ASSERT_TRUE(adam->step({std::span<float>(ref.parameters(), size_t(n)),
                             std::span<const float>(ref.gradients(), size_t(n)),
-                            state.exp_avg.span(), state.exp_avg_sq.span()})
+                            std::span<float>(state.exp_avg), std::span<float>(state.exp_avg_sq)})
                     .ok());
     EXPECT_LT(testutil::relative_l2(copy(m.parameters(), n), copy(ref.parameters(), n)), 1e-6)
         << "step " << step;

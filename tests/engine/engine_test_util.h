@@ -22,10 +22,14 @@ inline model::gpt2::GptConfig micro_gpt() {
       .n_layer = 2, .n_head = 2, .n_embd = 32, .seq_len = 16, .vocab_size = 64, .padded_vocab = 64};
 }
 
-inline model::gpt2::GptModel make_model(int64_t max_batch, uint64_t seed = 7) {
-  StatusOr<model::gpt2::GptModel> m = model::gpt2::GptModel::create(micro_gpt(), {.max_batch = max_batch});
+// On `device` (null: the CPU device).
+inline model::gpt2::GptModel make_model(int64_t max_batch, uint64_t seed = 7,
+                                        device::Device* device = nullptr) {
+  StatusOr<model::gpt2::GptModel> m =
+      model::gpt2::GptModel::create(micro_gpt(), {.max_batch = max_batch, .device = device});
   ZT_CHECK(m.ok(), m.status().to_string());
-  m->init_parameters(seed);
+  const Status init = m->init_parameters(seed);
+  ZT_CHECK(init.ok(), init.to_string());
   return std::move(m).value();
 }
 

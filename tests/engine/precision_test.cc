@@ -4,21 +4,20 @@
 // masters, bf16 check_grad_overflow.
 #include "engine/precision.h"
 
-#include "device/cpu/cpu_device.h"
-#include "device/device.h"
-#include "device/ops.h"
-#include "zero/stage0_strategy.h"
-
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <limits>
 
 #include "comm/gloo/gloo_communicator.h"
+#include "core/half.h"
+#include "device/cpu/cpu_device.h"
+#include "device/device.h"
+#include "device/ops.h"
 #include "engine/engine.h"
 #include "engine/engine_test_util.h"
-#include "core/half.h"
 #include "zero/partition_array.h"
+#include "zero/stage0_strategy.h"
 
 namespace zerotrain::engine {
 namespace {
@@ -56,7 +55,9 @@ struct Rig {
     const auto x = tokens(B * T, seed), y = tokens(B * T, seed + 1000);
     ASSERT_TRUE(engine->forward(x.data(), y.data(), B, T).ok());
     ASSERT_TRUE(engine->backward().ok());
-    if (set) ASSERT_TRUE(accumulator().write(index, std::span<const float>(&value, 1)).ok());
+    if (set) {
+      ASSERT_TRUE(accumulator().write(index, std::span<const float>(&value, 1)).ok());
+    }
     Status s = engine->step();
     ASSERT_TRUE(s.ok()) << s.to_string();
   }

@@ -10,8 +10,8 @@
 #include <random>
 #include <vector>
 
-#include "device/cpu/cpu_features.h"
 #include "core/half.h"
+#include "device/cpu/cpu_features.h"
 
 namespace zerotrain::optim {
 namespace {
@@ -53,7 +53,7 @@ void run_and_compare(const AdamOptions& o, int steps) {
   ASSERT_TRUE(adam.ok()) << adam.status().to_string();
   for (int t = 1; t <= steps; ++t) {
     for (size_t i = 0; i < n; ++i) g[i] = grad_at(t, i);
-    ASSERT_TRUE(adam->step({p, g, s.exp_avg.span(), s.exp_avg_sq.span()}).ok());
+    ASSERT_TRUE(adam->step({p, g, s.exp_avg, s.exp_avg_sq}).ok());
   }
   EXPECT_EQ(adam->step_count(), steps);
   reference_adam(o, steps, ref);
@@ -91,7 +91,7 @@ TEST(AdamTest, FirstStepMovesEachWeightByLrTimesSignOfGrad) {
   std::vector<float> p = {1.0f, 1.0f, 1.0f, 1.0f};
   const std::vector<float> g = {3.0f, -0.25f, 1e-3f, 0.0f};
   AdamState s = AdamState::zeros(4);
-  ASSERT_TRUE(adam_update({.lr = 0.01}, 1, {p, g, s.exp_avg.span(), s.exp_avg_sq.span()}).ok());
+  ASSERT_TRUE(adam_update({.lr = 0.01}, 1, {p, g, s.exp_avg, s.exp_avg_sq}).ok());
   for (size_t i = 0; i < 3; ++i) {
     const double expected = 1.0 - 0.01 * g[i] / (std::fabs(g[i]) + 1e-8);
     EXPECT_NEAR(p[i], expected, 1e-7) << i;
@@ -126,7 +126,8 @@ RunResult run_level(SimdLevel level, const AdamOptions& o, DType copy_dtype) {
 std::vector<SimdLevel> simd_levels() {
   std::vector<SimdLevel> levels;
   if (device::cpu::detected_simd_level() >= SimdLevel::kAvx2) levels.push_back(SimdLevel::kAvx2);
-  if (device::cpu::detected_simd_level() >= SimdLevel::kAvx512) levels.push_back(SimdLevel::kAvx512);
+  if (device::cpu::detected_simd_level() >= SimdLevel::kAvx512)
+    levels.push_back(SimdLevel::kAvx512);
   return levels;
 }
 
@@ -137,9 +138,8 @@ TEST(AdamTest, SimdLevelsAreBitIdenticalToPortableAndCopiesMatchConversion) {
     for (DType dt : {DType::kBFloat16, DType::kFloat16}) {
       const RunResult want = run_level(SimdLevel::kPortable, o, dt);
       for (size_t i = 0; i < want.p.size(); ++i) {
-        const uint16_t expect = dt == DType::kBFloat16
-                                    ? fp32_to_bf16_bits(want.p[i])
-                                    : fp32_to_fp16_bits(want.p[i]);
+        const uint16_t expect =
+            dt == DType::kBFloat16 ? fp32_to_bf16_bits(want.p[i]) : fp32_to_fp16_bits(want.p[i]);
         ASSERT_EQ(want.copy[i], expect) << "portable copy " << i;
       }
       for (SimdLevel level : simd_levels()) {
@@ -149,7 +149,8 @@ TEST(AdamTest, SimdLevelsAreBitIdenticalToPortableAndCopiesMatchConversion) {
               << device::cpu::simd_level_name(level) << " param " << i;
           ASSERT_EQ(got.m[i], want.m[i]) << i;
           ASSERT_EQ(got.v[i], want.v[i]) << i;
-          ASSERT_EQ(got.copy[i], want.copy[i]) << device::cpu::simd_level_name(level) << " copy " << i;
+          ASSERT_EQ(got.copy[i], want.copy[i])
+              << device::cpu::simd_level_name(level) << " copy " << i;
         }
       }
     }
@@ -180,8 +181,7 @@ TEST(AdamTest, SixteenBitGradsMatchTheFp32PathOnWidenedGrads) {
       std::vector<float> pa = p0, ma(n), va(n), pb = p0, mb(n), vb(n);
       ASSERT_TRUE(adam_update(o, 2, {pa, bf16 ? wb : w16, ma, va}).ok());
       const ConstTensor grads16 =
-          bf16 ? make_view(std::span<const BFloat16>(gb))
-               : make_view(std::span<const Half>(g16));
+          bf16 ? make_view(std::span<const BFloat16>(gb)) : make_view(std::span<const Half>(g16));
       ASSERT_TRUE(adam_update(o, 2, {pb, grads16, mb, vb}).ok());
       for (size_t i = 0; i < n; ++i) {
         ASSERT_EQ(std::bit_cast<uint32_t>(pb[i]), std::bit_cast<uint32_t>(pa[i]))
@@ -225,8 +225,8 @@ TEST(AdamTest, GradScaleEqualsScalingTheGradsFirst) {
         ASSERT_TRUE(adam_update(o, 2, t).ok());
         for (size_t i = 0; i < n; ++i) {
           ASSERT_EQ(std::bit_cast<uint32_t>(pb[i]), std::bit_cast<uint32_t>(pa[i]))
-              << device::cpu::simd_level_name(level) << (bf16 ? " bf16 " : " fp32 ") << adam_w << " "
-              << i;
+              << device::cpu::simd_level_name(level) << (bf16 ? " bf16 " : " fp32 ") << adam_w
+              << " " << i;
           ASSERT_EQ(std::bit_cast<uint32_t>(mb[i]), std::bit_cast<uint32_t>(ma[i])) << i;
           ASSERT_EQ(std::bit_cast<uint32_t>(vb[i]), std::bit_cast<uint32_t>(va[i])) << i;
         }
@@ -256,8 +256,7 @@ TEST(AdamTest, RejectsBadOptionsAndMismatchedTensorsNamingTheField) {
   EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
   EXPECT_NE(s.message().find("params 4, grads 3"), std::string::npos) << s.message();
   std::vector<float> g4(4), wrong_copy(4);
-  const Status c =
-      adam_update({}, 1, {p, g4, m, v}, make_view(std::span<float>(wrong_copy)));
+  const Status c = adam_update({}, 1, {p, g4, m, v}, make_view(std::span<float>(wrong_copy)));
   EXPECT_NE(c.message().find("fp16 or bf16"), std::string::npos);
   EXPECT_FALSE(adam_update({}, 0, {p, g4, m, v}).ok());
 }

@@ -23,8 +23,8 @@ TEST(GradUtilsTest, UnscaleAndClipIsOneMultiply) {
   // True grads (3, 4), norm 5; scaled by 2 -> (6, 8), norm 10.
   const float factor = static_cast<float>(1.0 / ((5.0 + 1e-6) * 2.0));
   EXPECT_EQ(unscale_and_clip_factor(10.0, 2.0, 1.0), factor);
-  EXPECT_EQ(unscale_and_clip_factor(10.0, 2.0, 0.0), 0.5f);   // only unscale
-  EXPECT_EQ(unscale_and_clip_factor(0.5, 1.0, 1.0), 1.0f);    // below the clip, no loss scale
+  EXPECT_EQ(unscale_and_clip_factor(10.0, 2.0, 0.0), 0.5f);  // only unscale
+  EXPECT_EQ(unscale_and_clip_factor(0.5, 1.0, 1.0), 1.0f);   // below the clip, no loss scale
   std::vector<float> g = {6.0f, 8.0f};
   ASSERT_TRUE(device::cpu::host_ops().scale(std::span<float>(g), factor).ok());
   EXPECT_EQ(g[0], 6.0f * factor);

@@ -7,8 +7,8 @@
 
 #include <vector>
 
-#include "optim/lr_scheduler.h"
 #include "core/half.h"
+#include "optim/lr_scheduler.h"
 
 namespace zerotrain::optim {
 namespace {
@@ -60,8 +60,7 @@ TEST(OptimizerTest, SgdStatesFollowMomentumAndCopiesAreWritten) {
   EXPECT_EQ(p[0], 0.0f);  // 1 - 0.5 * 2
   EXPECT_EQ(copy[0], to_half(0.0f));
   std::vector<BFloat16> g16(1);
-  const Status s =
-      (*opt)->update(p, make_view(std::span<const BFloat16>(g16)), states);
+  const Status s = (*opt)->update(p, make_view(std::span<const BFloat16>(g16)), states);
   EXPECT_NE(s.message().find("sgd: grads must be fp32, got bf16"), std::string::npos);
 }
 

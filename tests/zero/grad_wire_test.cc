@@ -4,20 +4,19 @@
 // ring computes on the wire type: one SGD step at lr 1 moves each weight by
 // minus wire((wire(g0) + wire(g1)) / 2), with g0, g1 the ranks' own
 // gradients (16-bit partial sums rounded at each ring step; mean is kAvg).
-#include "zero/options.h"
-
 #include <gtest/gtest.h>
 
 #include <cstring>
 
 #include "comm/rank_threads.h"
-#include "engine/engine.h"
-#include "engine/engine_test_util.h"
-#include "device/cpu/kernels/reference.h"
 #include "core/half.h"
 #include "device/cpu/cpu_device.h"
+#include "device/cpu/kernels/reference.h"
 #include "device/ops.h"
+#include "engine/engine.h"
+#include "engine/engine_test_util.h"
 #include "zero/dtype_rounding.h"
+#include "zero/options.h"
 
 namespace zerotrain::zero {
 namespace {
@@ -29,8 +28,7 @@ using engine::testutil::tokens;
 using testutil::rounded_through;
 
 uint16_t bits_of(DType wire, float x) {
-  return wire == DType::kBFloat16 ? fp32_to_bf16_bits(x)
-                                          : fp32_to_fp16_bits(x);
+  return wire == DType::kBFloat16 ? fp32_to_bf16_bits(x) : fp32_to_fp16_bits(x);
 }
 
 // 10,000 elements: two whole 4096-element blocks and a tail.
@@ -60,7 +58,8 @@ TEST(GradWire, NarrowAndWidenInPlaceEqualTheScalarConversions) {
   }
   // fp32: narrowing only scales.
   std::vector<float> f = {1.0f, -3.0f, 0.25f};
-  ASSERT_TRUE(device::cpu::host_ops().narrow_in_place(std::span<float>(f), 2.0f, DType::kFloat32).ok());
+  ASSERT_TRUE(
+      device::cpu::host_ops().narrow_in_place(std::span<float>(f), 2.0f, DType::kFloat32).ok());
   EXPECT_EQ(f, (std::vector<float>{2.0f, -6.0f, 0.5f}));
 }
 

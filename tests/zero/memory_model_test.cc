@@ -1,6 +1,6 @@
 // The memory model (zero/memory_model.h) against hand computation: the
 // paper's 7.5B / 64 example, partition padding, offload, fp32, the engine
-// layout, the DESIGN formula, and the capacity advice.
+// layout, the ZeRO formula, and the capacity advice.
 #include "zero/memory_model.h"
 
 #include <gtest/gtest.h>
@@ -13,7 +13,7 @@ namespace zerotrain::zero {
 namespace {
 
 ModelStateEstimate zt(int64_t params, int64_t world, int stage, bool offload,
-                  DType dtype = DType::kBFloat16, int64_t ranks_per_node = 1) {
+                      DType dtype = DType::kBFloat16, int64_t ranks_per_node = 1) {
   StatusOr<ModelStateEstimate> m = model_state_bytes(
       {.params = params, .world_size = world, .ranks_per_node = ranks_per_node, .dtype = dtype},
       stage, offload);
@@ -77,10 +77,12 @@ TEST(MemoryModel, Fp32TrainingUses4Plus4Plus8BytesWithoutMaster) {
 // StorageLayout::kEngine by hand, Ψ = 1000, N = 4, P = 250.
 TEST(MemoryModel, EngineLayoutCountsWhatTheEngineAllocates) {
   auto eng = [](int stage, bool offload, DType d, int64_t persistent = 0) {
-    StatusOr<ModelStateEstimate> m = model_state_bytes(
-        {.params = 1000, .world_size = 4, .dtype = d, .layout = StorageLayout::kEngine,
-         .stage3_persistent_numel = persistent},
-        stage, offload);
+    StatusOr<ModelStateEstimate> m = model_state_bytes({.params = 1000,
+                                                        .world_size = 4,
+                                                        .dtype = d,
+                                                        .layout = StorageLayout::kEngine,
+                                                        .stage3_persistent_numel = persistent},
+                                                       stage, offload);
     EXPECT_TRUE(m.ok());
     return std::pair{m->device_bytes, m->host_bytes_per_rank};
   };
@@ -89,7 +91,7 @@ TEST(MemoryModel, EngineLayoutCountsWhatTheEngineAllocates) {
   };
   using P = std::pair<int64_t, int64_t>;
   const DType bf16 = DType::kBFloat16, fp32 = DType::kFloat32;
-  // 16-bit stages 0-2 store DESIGN's layout: 2 + 2 + 4 master + 8.
+  // 16-bit stages 0-2 store the ZeRO paper's layout: 2 + 2 + 4 master + 8.
   for (int stage : {0, 1, 2}) EXPECT_EQ(eng(stage, false, bf16), P(design(stage), 0)) << stage;
   EXPECT_EQ(eng(0, false, bf16), P(16 * 1000, 0));
   EXPECT_EQ(eng(1, false, bf16), P(4 * 1000 + 12 * 250, 0));
@@ -100,9 +102,12 @@ TEST(MemoryModel, EngineLayoutCountsWhatTheEngineAllocates) {
   EXPECT_EQ(eng(1, false, fp32), P(8 * 1000 + 8 * 250, 0));
   EXPECT_EQ(eng(2, false, fp32), P(4 * 1000 + 12 * 250, 0));
   auto fp32_stage2 = [](int64_t world, int64_t bucket) {
-    return model_state_bytes({.params = 1000, .world_size = world, .dtype = DType::kFloat32,
-                                   .layout = StorageLayout::kEngine, .reduce_bucket_size = bucket},
-                                  2, false)
+    return model_state_bytes({.params = 1000,
+                              .world_size = world,
+                              .dtype = DType::kFloat32,
+                              .layout = StorageLayout::kEngine,
+                              .reduce_bucket_size = bucket},
+                             2, false)
         ->device_bytes;
   };
   EXPECT_EQ(fp32_stage2(4, 999), 4 * 1000 + 16 * 250);   // 4 x 249 < 1000: two buckets
@@ -155,8 +160,7 @@ TEST(MemoryModel, CapacityAdviceNamesTheFirstStageThatFits) {
   const std::string mid = capacity_advice(s, 1 << 20, 10 << 20);
   EXPECT_NE(mid.find("stage 0 17 MiB"), std::string::npos) << mid;
   EXPECT_NE(mid.find("stage 1 + offload_optimizer 9 MiB"), std::string::npos) << mid;
-  EXPECT_NE(mid.find("the first that fits: stage 1 + offload_optimizer"), std::string::npos)
-      << mid;
+  EXPECT_NE(mid.find("the first that fits: stage 1 + offload_optimizer"), std::string::npos) << mid;
   const std::string small = capacity_advice(s, 1 << 20, 3 << 20);
   EXPECT_NE(small.find("the first that fits: stage 3 + offload_param/offload_optimizer"),
             std::string::npos)

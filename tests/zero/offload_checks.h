@@ -75,7 +75,7 @@ inline void expect_offload_bytes(const Result& r, int stage, int n, bool bf16 = 
   } else {
     EXPECT_EQ(r.bytes.buffers, fixed);
   }
-  // DESIGN: offload moves the optimizer's share, 12Ψ/N plus our gradient
+  // The ZeRO-Offload split: offload moves the optimizer's share, 12Ψ/N plus our gradient
   // partition, to the host (padding aside).
   EXPECT_NEAR(double(r.host_bytes.total()), double(12 + host_grad) * psi / n,
               double(12 + host_grad) * n);

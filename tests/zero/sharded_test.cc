@@ -114,7 +114,7 @@ TEST(Zero, Bf16FollowsStage0Bf16) {
 // micro-step; w the wire dtype's bytes: communication_data_type, unset
 // meaning the model dtype, as DeepSpeed) and all-gather (N-1)·P·e of the
 // new weights in the model dtype (e = 4 for fp32, 2 for bf16 as
-// DeepSpeed's 16-bit all-gather), i.e. DESIGN's 2Ψ(N-1)/N elements per step
+// DeepSpeed's 16-bit all-gather), i.e. the ZeRO paper's 2Ψ(N-1)/N elements per step
 // (stage 1) with padding; plus the engine's two 1-float all-reduces (norm,
 // overflow flag).
 TEST(Zero, BytesOnTheWireEqualTheFormula) {
@@ -151,7 +151,7 @@ TEST(Zero, BytesOnTheWireEqualTheFormula) {
 }
 
 // Model states per rank (buffers apart), |own| = this rank's real elements:
-//   bf16: DESIGN's (DeepSpeed's) 16-bit layout — the compute copy 2Ψ,
+//   bf16: DeepSpeed's 16-bit layout — the compute copy 2Ψ,
 //     gradients 2Ψ (stage 1's accumulator) or 2·|own| (stage 2's
 //     partition), fp32 master 4·|own|, Adam 8·|own|: 4Ψ + 12Ψ/N and
 //     2Ψ + 14Ψ/N, padding the only difference.
@@ -202,7 +202,7 @@ TEST(Zero, ModelStateBytesFollowTheFormulas) {
           const double per = double(psi) / n;
           const double persistent = bf16 ? double(zero_formula_bytes(stage, psi, n))
                                          : (stage == 1 ? 8 * psi + 8 * per : 4 * psi + 16 * per);
-          // Padding is the only difference: well inside DESIGN's 5%.
+          // Padding is the only difference: well inside the 5% target.
           EXPECT_NEAR(double(b.total() - b.buffers), persistent, 0.01 * persistent)
               << "stage " << stage << " n " << n << (bf16 ? " bf16" : " fp32");
         }

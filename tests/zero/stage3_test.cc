@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "zero/offload_checks.h"
 #include "core/range.h"
+#include "zero/offload_checks.h"
 #include "zero/stage3_job.h"
 #include "zero/stage3_strategy.h"
 #include "zero/zero_job.h"
@@ -138,7 +138,7 @@ TEST(Stage3, ReuseDistanceKeepsGroupsForTheBackward) {
 
 // Per step at N ranks, each group of numel elements and chunk P =
 // ceil(numel/N) moves (N-1)·P elements per rank per collective: forward
-// gather + backward gather + gradient reduce-scatter = 3 over Ψ, DESIGN's
+// gather + backward gather + gradient reduce-scatter = 3 over Ψ, the ZeRO paper's
 // 3Ψ(N-1)/N (threshold 0: nothing persistent). Reuse distance 1 keeps only
 // what the head step reads from its forward to its backward (distance 0):
 // ln_f is gathered once, and the tied wte (group 0, read by the encoder's

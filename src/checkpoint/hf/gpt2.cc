@@ -69,8 +69,8 @@ StatusOr<std::unordered_map<std::string_view, const SafetensorsTensor*>> match_n
 
 }  // namespace
 
-Status write_hf_gpt2(const std::string& path, const model::ParamLayout& layout,
-                     DType dtype, const ReadFlatFn& read_flat,
+Status write_hf_gpt2(const std::string& path, const model::ParamLayout& layout, DType dtype,
+                     const ReadFlatFn& read_flat,
                      const std::map<std::string, std::string>& metadata) {
   std::vector<SafetensorsTensor> specs;
   for (const model::TensorInfo& t : layout.tensors()) {

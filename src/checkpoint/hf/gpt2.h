@@ -19,9 +19,9 @@
 #include <map>
 #include <string>
 
+#include "core/dtype.h"
 #include "core/status.h"
 #include "model/param_layout.h"
-#include "core/dtype.h"
 
 namespace zerotrain::checkpoint {
 
@@ -33,8 +33,8 @@ using ReadFlatFn = std::function<Status(int64_t offset, int64_t count, float* ou
 // through read_flat just before writing it, so at most one tensor is held
 // in memory. metadata gets "format": "pt" unless it sets "format" (HF's
 // from_pretrained checks it). Atomic: on any error nothing appears at path.
-Status write_hf_gpt2(const std::string& path, const model::ParamLayout& layout,
-                     DType dtype, const ReadFlatFn& read_flat,
+Status write_hf_gpt2(const std::string& path, const model::ParamLayout& layout, DType dtype,
+                     const ReadFlatFn& read_flat,
                      const std::map<std::string, std::string>& metadata = {});
 
 // Reads an HF GPT-2 safetensors file into `params` (layout.total_numel()

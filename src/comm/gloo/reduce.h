@@ -1,5 +1,5 @@
-// Element-wise reduction kernels used by the ring collectives. 16-bit inputs are widened to fp32, combined, and
-// rounded once per call.
+// Element-wise reduction kernels used by the ring collectives. 16-bit inputs are widened to fp32,
+// combined, and rounded once per call.
 //
 //   // dst[i] = (a[i] + b[i]) / 4, in bf16
 //   reduce_combine(dst, a, b, n, DType::kBFloat16, ReduceOp::kAvg, /*divisor=*/4);

@@ -120,7 +120,7 @@ StatusOr<GptConfig> preset(std::string_view name) {
 }
 
 nlohmann::json to_json(const GptConfig& cfg) {
-  return {{"model_type", "gpt2"},        {"n_layer", cfg.n_layer},
+  return {{"model_type", "gpt2"},         {"n_layer", cfg.n_layer},
           {"n_head", cfg.n_head},         {"n_embd", cfg.n_embd},
           {"n_positions", cfg.seq_len},   {"n_ctx", cfg.seq_len},
           {"vocab_size", cfg.vocab_size}, {"padded_vocab_size", cfg.padded_vocab}};

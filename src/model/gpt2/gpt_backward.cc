@@ -63,8 +63,8 @@ Status GptModel::backward_block(int64_t l) {
 }
 
 Status GptModel::backward_encoder() {
-  return ops().encoder_backward(g(wte(layout())), g(wpe(layout())), acts_.dres,
-                                acts_.tokens, B_, T_, cfg_.n_embd);
+  return ops().encoder_backward(g(wte(layout())), g(wpe(layout())), acts_.dres, acts_.tokens, B_,
+                                T_, cfg_.n_embd);
 }
 
 }  // namespace zerotrain::model::gpt2

@@ -11,8 +11,8 @@
 namespace zerotrain::model::gpt2 {
 
 Status GptModel::forward_encoder() {
-  return ops().encoder_forward(acts_.encoded, acts_.tokens, p(wte(layout())),
-                               p(wpe(layout())), B_, T_, cfg_.n_embd, cfg_.vocab_size);
+  return ops().encoder_forward(acts_.encoded, acts_.tokens, p(wte(layout())), p(wpe(layout())), B_,
+                               T_, cfg_.n_embd, cfg_.vocab_size);
 }
 
 Status GptModel::forward_block(int64_t l) {
@@ -26,14 +26,14 @@ Status GptModel::forward_block(int64_t l) {
   // saved qkv16 and fch16 (the only form the attention and gelu read).
   ZT_ASSIGN_OR_RETURN(Operand ln1,
                       layernorm_operand(x, a.ln1_mean, a.ln1_rstd, w(kLn1Weight), w(kLn1Bias)));
-  ZT_RETURN_IF_ERROR(linear_fwd(saved(a.qkv, a.qkv16), ln1, wt(kAttnWeight), w(kAttnBias), C,
-                                3 * C));
+  ZT_RETURN_IF_ERROR(
+      linear_fwd(saved(a.qkv, a.qkv16), ln1, wt(kAttnWeight), w(kAttnBias), C, 3 * C));
   ZT_RETURN_IF_ERROR(attention_fwd(a));
   ZT_RETURN_IF_ERROR(
       linear_fwd(acts_.proj, attention_operand(a), wt(kAttnProjWeight), w(kAttnProjBias), C, C));
   ZT_RETURN_IF_ERROR(ops().residual_forward(a.res2, x, acts_.proj, B * T * C));
-  ZT_ASSIGN_OR_RETURN(Operand ln2, layernorm_operand(a.res2, a.ln2_mean, a.ln2_rstd,
-                                                     w(kLn2Weight), w(kLn2Bias)));
+  ZT_ASSIGN_OR_RETURN(
+      Operand ln2, layernorm_operand(a.res2, a.ln2_mean, a.ln2_rstd, w(kLn2Weight), w(kLn2Bias)));
   ZT_RETURN_IF_ERROR(linear_fwd(saved(a.fch, a.fch16), ln2, wt(kFcWeight), w(kFcBias), C, 4 * C));
   ZT_ASSIGN_OR_RETURN(Operand gelu, gelu_operand(a));
   ZT_RETURN_IF_ERROR(linear_fwd(acts_.proj, gelu, wt(kFcProjWeight), w(kFcProjBias), 4 * C, C));
@@ -44,8 +44,8 @@ Status GptModel::forward_head() {
   const int64_t B = B_, T = T_, C = cfg_.n_embd, Vp = cfg_.padded_vocab, BT = B_ * T_;
   const float* x = cfg_.n_layer > 0 ? acts_.layers.back().res3 : acts_.encoded;
   ZT_RETURN_IF_ERROR(ops().layernorm_forward(acts_.lnf, acts_.lnf_mean, acts_.lnf_rstd, x,
-                                             p(lnf_weight(layout())), p(lnf_bias(layout())), B,
-                                             T, C));
+                                             p(lnf_weight(layout())), p(lnf_bias(layout())), B, T,
+                                             C));
   // Tied lm head: logits = lnf · wteᵀ over all Vp rows (the padding rows are
   // zero and the cross-entropy ignores their columns), a chunk of rows at a
   // time. For a backward, each chunk's dlogits (at unit dloss) replace its
@@ -79,8 +79,8 @@ Status GptModel::forward_head() {
           losses, d16(), acts_.logits, targets, unit_dloss_, 1, rows, V, Vp));
       dlogits = d16();
     } else {
-      ZT_RETURN_IF_ERROR(ops().crossentropy_forward_backward(
-          losses, acts_.logits, acts_.logits, targets, unit_dloss_, 1, rows, V, Vp));
+      ZT_RETURN_IF_ERROR(ops().crossentropy_forward_backward(losses, acts_.logits, acts_.logits,
+                                                             targets, unit_dloss_, 1, rows, V, Vp));
     }
     ZT_RETURN_IF_ERROR(head_bwd(acts_.dln + r0 * C, acts_.dwte, dlogits, lnf, rows));
   }

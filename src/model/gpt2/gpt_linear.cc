@@ -44,8 +44,8 @@ StatusOr<const BFloat16*> GptModel::weight_bf16(const TensorInfo& t) {
   return as_bf16(p(t), w16_, t.numel);
 }
 
-Status GptModel::linear_fwd(Output out, Operand inp, const TensorInfo& w, const float* b,
-                            int64_t C, int64_t OC) {
+Status GptModel::linear_fwd(Output out, Operand inp, const TensorInfo& w, const float* b, int64_t C,
+                            int64_t OC) {
   if (!bf16_compute())
     return ops().linear_forward(as_f32(out), as_f32(inp), p(w), b, B_, T_, C, OC);
   ZT_ASSIGN_OR_RETURN(const BFloat16* w16, weight_bf16(w));
@@ -169,8 +169,8 @@ Status GptModel::head_fwd(float* logits, Operand lnf, int64_t rows) {
 Status GptModel::head_bwd(float* dln, float* dwte, Operand dlogits, Operand lnf, int64_t rows) {
   const int64_t C = cfg_.n_embd, Vp = cfg_.padded_vocab;
   if (!bf16_compute()) {
-    return ops().linear_backward(dln, dwte, nullptr, as_f32(dlogits), as_f32(lnf),
-                                 p(wte(layout())), 1, rows, C, Vp, /*dinp_accumulate=*/true);
+    return ops().linear_backward(dln, dwte, nullptr, as_f32(dlogits), as_f32(lnf), p(wte(layout())),
+                                 1, rows, C, Vp, /*dinp_accumulate=*/true);
   }
   ZT_ASSIGN_OR_RETURN(const BFloat16* d, as_bf16(dlogits, d16_, rows * Vp));
   ZT_ASSIGN_OR_RETURN(const BFloat16* x, as_bf16(lnf, x16_, rows * C));

@@ -83,9 +83,9 @@ Status GptModel::on_bf16_views(bool all) {
   if (all) {
     w16_ = {};  // every GEMM weight has its view
   } else if (w16_.empty()) {
-    ZT_ASSIGN_OR_RETURN(w16_, device().allocate(static_cast<size_t>(weight_scratch(cfg_)) * 2,
-                                                MemoryCategory::kActivations,
-                                                "bf16 weight scratch"));
+    ZT_ASSIGN_OR_RETURN(w16_,
+                        device().allocate(static_cast<size_t>(weight_scratch(cfg_)) * 2,
+                                          MemoryCategory::kActivations, "bf16 weight scratch"));
   }
   return ok_status();
 }
@@ -117,8 +117,8 @@ std::vector<int> GptModel::grad_groups_written(int stage) const {
   return {stage};
 }
 
-Status GptModel::begin_forward(const int32_t* tokens, const int32_t* targets, int64_t B,
-                               int64_t T, bool for_backward) {
+Status GptModel::begin_forward(const int32_t* tokens, const int32_t* targets, int64_t B, int64_t T,
+                               bool for_backward) {
   B_ = B, T_ = T;
   const size_t n = static_cast<size_t>(B * T);
   ZT_RETURN_IF_ERROR(device().copy(acts_.tokens, tokens, n * sizeof(int32_t)));
@@ -134,14 +134,13 @@ Status GptModel::begin_forward(const int32_t* tokens, const int32_t* targets, in
   for (int64_t i = 0; i < static_cast<int64_t>(targets_.size()); ++i) {
     valid_targets_ += targets_[i] >= 0 ? 1 : 0;
     if (targets_[i] >= cfg_.vocab_size) {
-      return invalid_argument("forward: target " + std::to_string(targets_[i]) + " at (b=" +
-                              std::to_string(i / T) + ", t=" + std::to_string(i % T) +
-                              ") is outside the vocabulary [0, " +
-                              std::to_string(cfg_.vocab_size) + ")");
+      return invalid_argument("forward: target " + std::to_string(targets_[i]) +
+                              " at (b=" + std::to_string(i / T) + ", t=" + std::to_string(i % T) +
+                              ") is outside the vocabulary [0, " + std::to_string(cfg_.vocab_size) +
+                              ")");
     }
   }
-  if (has_targets_)
-    ZT_RETURN_IF_ERROR(device().copy(acts_.targets, targets, n * sizeof(int32_t)));
+  if (has_targets_) ZT_RETURN_IF_ERROR(device().copy(acts_.targets, targets, n * sizeof(int32_t)));
   for_backward_ = has_targets_ && for_backward;
   // The head's backward in the forward uses d(mean)/d(token loss) = 1/valid;
   // backward(dloss) scales its results by dloss.
@@ -163,8 +162,7 @@ Status GptModel::backward_stage(int s) {
 
 StatusOr<float> GptModel::finish_forward() {
   losses_.resize(static_cast<size_t>(B_ * T_));
-  ZT_RETURN_IF_ERROR(
-      device().copy(losses_.data(), acts_.losses, losses_.size() * sizeof(float)));
+  ZT_RETURN_IF_ERROR(device().copy(losses_.data(), acts_.losses, losses_.size() * sizeof(float)));
   double sum = 0.0;  // double: the mean is exact to fp32 for any B·T
   for (size_t i = 0; i < losses_.size(); ++i) {
     if (targets_[i] >= 0) sum += losses_[i];
@@ -173,8 +171,7 @@ StatusOr<float> GptModel::finish_forward() {
 }
 
 int64_t GptModel::activation_bytes(const GptConfig& cfg, int64_t B, int64_t T, bool bf16_compute,
-                                   bool recompute_attention, bool full_logits,
-                                   int64_t head_rows) {
+                                   bool recompute_attention, bool full_logits, int64_t head_rows) {
   Activations a;
   const int64_t rows = logits_rows(cfg, B, T, full_logits, head_rows);
   int64_t bytes = a.plan(cfg, B, T, recompute_attention, rows, bf16_compute, nullptr) *

@@ -91,7 +91,7 @@ class GptModel : public Module {
   // An activation operand of a linear layer: fp32, or on the bf16 path
   // possibly bf16 already (a kernel wrote it rounded, or it was saved so).
   struct Operand {
-    Operand(const float* p) : f32(p) {}     // NOLINT: implicit on purpose
+    Operand(const float* p) : f32(p) {}      // NOLINT: implicit on purpose
     Operand(const BFloat16* p) : bf16(p) {}  // NOLINT
     const float* f32 = nullptr;
     const BFloat16* bf16 = nullptr;
@@ -100,7 +100,7 @@ class GptModel : public Module {
   // on the bf16 path, when bf16 is set, rounded to bf16 by the GEMM itself
   // (for tensors the next op reads only in bf16).
   struct Output {
-    Output(float* p) : f32(p) {}     // NOLINT: implicit on purpose
+    Output(float* p) : f32(p) {}      // NOLINT: implicit on purpose
     Output(BFloat16* p) : bf16(p) {}  // NOLINT
     float* f32 = nullptr;
     BFloat16* bf16 = nullptr;
@@ -160,7 +160,7 @@ class GptModel : public Module {
   StatusOr<Operand> head_operand(const float* lnf, int64_t rows);
   Status head_fwd(float* logits, Operand lnf, int64_t rows);
   Status head_bwd(float* dln, float* dwte, Operand dlogits, Operand lnf, int64_t rows);
-  Status zero(float* p, int64_t n);  // n floats of device memory
+  Status zero(float* p, int64_t n);           // n floats of device memory
   const float* p(const TensorInfo& t) const;  // parameter tensor address
   float* g(const TensorInfo& t) const;        // gradient tensor address
 
@@ -168,7 +168,7 @@ class GptModel : public Module {
   // bf16 operands of the current GEMM (bf16_compute only): weight, input,
   // output gradient.
   device::Buffer w16_, x16_, d16_;
-  const BFloat16* head_w16_ = nullptr;       // wte in bf16 for this pass's head
+  const BFloat16* head_w16_ = nullptr;  // wte in bf16 for this pass's head
   Activations acts_;
   std::vector<int32_t> targets_;  // [B*T] of the current pass (host)
   int64_t B_ = 0, T_ = 0, valid_targets_ = 0;

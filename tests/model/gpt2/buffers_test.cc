@@ -12,9 +12,9 @@
 #include <string>
 #include <vector>
 
+#include "device/cpu/aligned_buffer.h"
 #include "model/gpt2/gpt_model.h"
 #include "model/gpt2/reference_gpt.h"
-#include "device/cpu/aligned_buffer.h"
 
 namespace zerotrain::model::gpt2 {
 namespace {
@@ -80,7 +80,7 @@ TEST(GptModelBuffers, Stage3StyleGatherReleaseMatchesFlatBuffers) {
   const std::vector<int32_t> tokens = random_tokens(B * T, 23, 3);
   const std::vector<int32_t> targets = random_tokens(B * T, 23, 4);
   GptModel flat = make(true);
-  flat.init_parameters(77);
+  ASSERT_TRUE(flat.init_parameters(77).ok());
   flat.zero_gradients();
   const float want = *flat.forward(tokens.data(), targets.data(), B, T);
   ASSERT_TRUE(flat.backward().ok());
@@ -114,12 +114,11 @@ TEST(GptModelBuffers, SavedAttentionMapsMatchRecomputation) {
     float loss[2];
     std::vector<float> grad[2];
     for (int k = 0; k < 2; ++k) {
-      StatusOr<GptModel> m = GptModel::create(micro_config(), {.max_batch = B,
-                                                               .max_seq = T,
-                                                               .bf16_compute = bf16,
-                                                               .recompute_attention = k == 0});
+      StatusOr<GptModel> m = GptModel::create(
+          micro_config(),
+          {.max_batch = B, .max_seq = T, .bf16_compute = bf16, .recompute_attention = k == 0});
       ASSERT_TRUE(m.ok());
-      m->init_parameters(6);
+      ASSERT_TRUE(m->init_parameters(6).ok());
       m->zero_gradients();
       loss[k] = *m->forward(tok.data(), tgt.data(), B, T);
       ASSERT_TRUE(m->backward().ok());
@@ -138,7 +137,7 @@ TEST(GptModelBuffers, GroupGradientsAreFinalAtAfterBackward) {
   // What overlap_comm relies on: a snapshot of group g's gradients taken in
   // after_backward(g) equals the gradients at the end of backward().
   GptModel m = make(true);
-  m.init_parameters(12);
+  ASSERT_TRUE(m.init_parameters(12).ok());
   m.zero_gradients();
   std::vector<std::vector<float>> snap(m.num_groups());
   GroupHooks h;
@@ -168,7 +167,7 @@ TEST(GptModelBuffers, UnboundGroupAndHookErrorsAreReported) {
       << r.status().message();
   device::cpu::AlignedBuffer<float> p(m.layout().total_numel());
   m.set_parameters(p.data());
-  m.init_parameters(1);
+  ASSERT_TRUE(m.init_parameters(1).ok());
   ASSERT_TRUE(m.forward(tok.data(), tok.data(), B, T).ok());
   Status s = m.backward();
   EXPECT_NE(s.message().find("group 3 (ln_f) has no gradient buffer"), std::string::npos)
@@ -189,7 +188,7 @@ TEST(GptModelBuffers, UnboundGroupAndHookErrorsAreReported) {
 
 TEST(GptModelBuffers, ArgumentErrorsNameTheProblem) {
   GptModel m = make(true);
-  m.init_parameters(1);
+  ASSERT_TRUE(m.init_parameters(1).ok());
   std::vector<int32_t> tok(B * T, 1), tgt(B * T, 2);
   EXPECT_NE(m.backward().message().find("needs a forward with targets"), std::string::npos);
   EXPECT_NE(m.forward(tok.data(), tgt.data(), B + 1, T).status().message().find("B=3, T=5"),
@@ -209,7 +208,7 @@ TEST(GptModelBuffers, ArgumentErrorsNameTheProblem) {
 
 TEST(GptModelBuffers, InferenceAndIgnoredTargets) {
   GptModel chunked = make(true);
-  chunked.init_parameters(2);
+  ASSERT_TRUE(chunked.init_parameters(2).ok());
   const std::vector<int32_t> tok = random_tokens(B * T, 23, 5);
   StatusOr<float> refused = chunked.forward(tok.data(), nullptr, B, T);
   ASSERT_FALSE(refused.ok());
@@ -219,7 +218,7 @@ TEST(GptModelBuffers, InferenceAndIgnoredTargets) {
       GptModel::create(micro_config(), {.max_batch = B, .max_seq = T, .full_logits = true});
   ASSERT_TRUE(made.ok());
   GptModel& m = *made;
-  m.init_parameters(2);
+  ASSERT_TRUE(m.init_parameters(2).ok());
   m.zero_gradients();
   StatusOr<float> r = m.forward(tok.data(), nullptr, B, T);
   ASSERT_TRUE(r.ok());
@@ -243,7 +242,7 @@ TEST(GptModelBuffers, InferenceAndIgnoredTargets) {
 // forward and backward give the same loss and gradients as before.
 TEST(GptModelBuffers, LentActivationMemoryBlocksPassesUntilReturned) {
   GptModel m = make(true);
-  m.init_parameters(3);
+  ASSERT_TRUE(m.init_parameters(3).ok());
   const std::vector<int32_t> tok = random_tokens(B * T, 23, 31), tg = random_tokens(B * T, 23, 32);
   auto step = [&]() {
     m.zero_gradients();
@@ -308,13 +307,16 @@ TEST(GptModelBuffers, MemoryAccountingMatchesTheArrays) {
 TEST(GptModelBuffers, ChunkedHeadEqualsTheWholeHead) {
   for (bool bf16 : {false, true}) {
     auto run = [&](bool full) {
-      StatusOr<GptModel> m = GptModel::create(
-          micro_config(), {.max_batch = B, .max_seq = T, .bf16_compute = bf16, .full_logits = full,
-                           .head_rows = 3});
+      StatusOr<GptModel> m = GptModel::create(micro_config(), {.max_batch = B,
+                                                               .max_seq = T,
+                                                               .bf16_compute = bf16,
+                                                               .full_logits = full,
+                                                               .head_rows = 3});
       ZT_CHECK(m.ok(), m.status().to_string());
-      m->init_parameters(4);
+      ZT_CHECK(m->init_parameters(4).ok(), "init_parameters");
       m->zero_gradients();
-      const std::vector<int32_t> tok = random_tokens(B * T, 23, 7), tg = random_tokens(B * T, 23, 8);
+      const std::vector<int32_t> tok = random_tokens(B * T, 23, 7),
+                                 tg = random_tokens(B * T, 23, 8);
       StatusOr<float> loss = m->forward(tok.data(), tg.data(), B, T);
       ZT_CHECK(loss.ok(), loss.status().to_string());
       ZT_CHECK(m->backward(0.75f).ok(), "backward");
@@ -338,7 +340,7 @@ TEST(GptModelBuffers, ChunkedHeadEqualsTheWholeHead) {
   }
   // Evaluation (for_backward = false) gives the loss and allows no backward.
   GptModel e = make(true);
-  e.init_parameters(4);
+  ASSERT_TRUE(e.init_parameters(4).ok());
   const std::vector<int32_t> tok = random_tokens(B * T, 23, 7), tg = random_tokens(B * T, 23, 8);
   ASSERT_TRUE(e.forward(tok.data(), tg.data(), B, T, /*for_backward=*/false).ok());
   EXPECT_FALSE(e.backward().ok());

@@ -1,12 +1,13 @@
 // GptConfig presets, validation and counts; ParamLayout names, shapes,
 // HF transposition, 64-byte alignment and per-layer groups.
+#include "model/gpt2/config.h"
+
 #include <gtest/gtest.h>
 
 #include <set>
 
-#include "model/gpt2/config.h"
-#include "model/param_layout.h"
 #include "model/gpt2/reference_gpt.h"
+#include "model/param_layout.h"
 
 namespace zerotrain::model::gpt2 {
 namespace {

@@ -10,9 +10,9 @@
 #include <string>
 #include <vector>
 
+#include "device/cpu/aligned_buffer.h"
 #include "model/gpt2/gpt_model.h"
 #include "model/gpt2/reference_gpt.h"
-#include "device/cpu/aligned_buffer.h"
 
 namespace zerotrain::model::gpt2 {
 namespace {
@@ -37,7 +37,7 @@ std::vector<float> copy(const float* p, int64_t n) { return std::vector<float>(p
 
 TEST(GptModel, InitialLossIsAboutLnV) {
   GptModel m = make();
-  m.init_parameters(3);
+  ASSERT_TRUE(m.init_parameters(3).ok());
   Batch b;
   StatusOr<float> loss = m.forward(b.tokens.data(), b.targets.data(), B, T);
   ASSERT_TRUE(loss.ok()) << loss.status().to_string();
@@ -49,7 +49,7 @@ TEST(GptModel, InitialLossIsAboutLnV) {
 TEST(GptModel, TinyPresetStartsNearLn256) {
   StatusOr<GptModel> m = GptModel::create(*preset("gpt2-tiny"), {.max_batch = 2, .max_seq = 32});
   ASSERT_TRUE(m.ok()) << m.status().to_string();
-  m->init_parameters(1);
+  ASSERT_TRUE(m->init_parameters(1).ok());
   const std::vector<int32_t> tok = random_tokens(64, 256, 1), tgt = random_tokens(64, 256, 2);
   StatusOr<float> loss = m->forward(tok.data(), tgt.data(), 2, 32);
   ASSERT_TRUE(loss.ok()) << loss.status().to_string();
@@ -59,7 +59,7 @@ TEST(GptModel, TinyPresetStartsNearLn256) {
 
 TEST(GptModel, SgdOverfitsOneBatch) {
   GptModel m = make();
-  m.init_parameters(3);
+  ASSERT_TRUE(m.init_parameters(3).ok());
   Batch b;
   // Plain SGD, lr 0.2, on 20 fixed tokens: 3.14, 3.05, 2.89, 2.76, 2.64,
   // 2.51 (it overshoots later, so only the steady first steps are held).
@@ -71,13 +71,13 @@ TEST(GptModel, SgdOverfitsOneBatch) {
 TEST(GptModel, TwoHalfBatchesAccumulateToTheFullBatch) {
   Batch b;
   GptModel full = make();
-  full.init_parameters(8);
+  ASSERT_TRUE(full.init_parameters(8).ok());
   full.zero_gradients();
   ASSERT_TRUE(full.forward(b.tokens.data(), b.targets.data(), B, T).ok());
   ASSERT_TRUE(full.backward(1.0f).ok());
 
   GptModel acc = make();
-  acc.init_parameters(8);
+  ASSERT_TRUE(acc.init_parameters(8).ok());
   acc.zero_gradients();
   const int half = B / 2 * T;
   for (int k = 0; k < 2; ++k) {
@@ -102,7 +102,7 @@ TEST(GptModel, SameSeedSameLossDifferentSeedDifferentLoss) {
   const uint64_t seeds[3] = {5, 5, 6};
   for (int k = 0; k < 3; ++k) {
     GptModel m = make();
-    m.init_parameters(seeds[k]);
+    ASSERT_TRUE(m.init_parameters(seeds[k]).ok());
     params[k] = copy(m.parameters(), m.layout().total_numel());
     loss[k] = *m.forward(b.tokens.data(), b.targets.data(), B, T);
   }
@@ -115,7 +115,7 @@ TEST(GptModel, SameSeedSameLossDifferentSeedDifferentLoss) {
 TEST(GptModel, ExternalFlatBuffersGiveBitIdenticalResults) {
   Batch b;
   GptModel own = make();
-  own.init_parameters(9);
+  ASSERT_TRUE(own.init_parameters(9).ok());
   own.zero_gradients();
   const float l_own = *own.forward(b.tokens.data(), b.targets.data(), B, T);
   ASSERT_TRUE(own.backward().ok());
@@ -127,7 +127,7 @@ TEST(GptModel, ExternalFlatBuffersGiveBitIdenticalResults) {
   device::cpu::AlignedBuffer<float> params(n), grads(n);
   ext.set_parameters(params.data());
   ext.set_gradients(grads.data());
-  ext.init_parameters(9);
+  ASSERT_TRUE(ext.init_parameters(9).ok());
   ext.zero_gradients();
   const float l_ext = *ext.forward(b.tokens.data(), b.targets.data(), B, T);
   ASSERT_TRUE(ext.backward().ok());
@@ -138,7 +138,7 @@ TEST(GptModel, ExternalFlatBuffersGiveBitIdenticalResults) {
 
 TEST(GptModel, HooksFireInStageOrder) {
   GptModel m = make();
-  m.init_parameters(1);
+  ASSERT_TRUE(m.init_parameters(1).ok());
   m.zero_gradients();
   std::vector<std::string> events;
   auto rec = [&](const char* what) {
