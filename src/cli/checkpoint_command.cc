@@ -43,8 +43,7 @@ int run_export(const CheckpointFlags& f) {
   if (!tag_dir.ok()) return fail(tag_dir.status());
   Status s = checkpoint::export_safetensors(*tag_dir, f.to, *dtype);
   if (!s.ok()) return fail(s);
-  std::cout << "wrote " << f.to << " (" << dtype_name(*dtype) << ") from " << *tag_dir
-            << "\n";
+  std::cout << "wrote " << f.to << " (" << dtype_name(*dtype) << ") from " << *tag_dir << "\n";
   return 0;
 }
 

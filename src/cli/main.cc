@@ -2,8 +2,8 @@
 //   zerotrain run --include localhost:1 -- PROG ARGS
 //   zerotrain config check examples/ds_config_zero2.json
 #include <CLI/CLI.hpp>
-#include <iostream>
 #include <algorithm>
+#include <iostream>
 #include <map>
 #include <string_view>
 #include <vector>

@@ -70,9 +70,10 @@ Runner add_estimate(CLI::App& app) {
   cmd->add_option("--offload", f->offload, "rows to show: cpu (offload), none, all")
       ->capture_default_str();
   cmd->add_option("--dtype", f->dtype, "training dtype: bf16, fp16, fp32")->capture_default_str();
-  cmd->add_option("--layout", f->layout,
-                  "zerotrain's storage: design (DESIGN.md's 16-bit target) or engine (what the "
-                  "engine allocates today)")
+  cmd->add_option(
+         "--layout", f->layout,
+         "zerotrain's storage: design (the ZeRO formulas' 16-bit layout) or engine (what the "
+         "engine allocates today)")
       ->capture_default_str();
   cmd->add_option("--additional-buffer-factor,--additional_buffer_factor", f->abf,
                   "DeepSpeed estimator's CPU buffer factor")

@@ -11,7 +11,7 @@
 #include "cli/commands.h"
 #include "comm/factory.h"
 #include "core/log.h"
-#include "device/cpu/cpu_device.h"
+#include "device/device.h"
 #include "train/default_config.h"
 #include "train/trainer.h"
 
@@ -53,7 +53,7 @@ int run_train(const CLI::App* cmd, TrainFlags& f) {
   }
   log::set_rank(copts->world_size > 1 ? copts->rank : -1);
   if (!f.device_memory.empty()) {
-    StatusOr<int64_t> bytes = device::cpu::parse_bytes(f.device_memory);
+    StatusOr<int64_t> bytes = device::parse_bytes(f.device_memory);
     if (!bytes.ok()) {
       std::cerr << "zerotrain train: --device-memory: " << bytes.status().message() << "\n";
       return 2;
@@ -61,7 +61,7 @@ int run_train(const CLI::App* cmd, TrainFlags& f) {
     o.device_memory = *bytes;
   }
   StatusOr<std::unique_ptr<comm::Communicator>> comm =
-      comm::create_communicator(*copts, device::cpu::cpu_device());
+      comm::create_communicator(*copts, device::default_device());
   if (!comm.ok()) {
     std::cerr << "zerotrain train: " << comm.status().to_string() << "\n";
     return 1;

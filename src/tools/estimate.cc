@@ -1,4 +1,4 @@
-// DeepSpeed's estimator and model counts (see estimate.h and reference §3.5).
+// DeepSpeed's estimator and model counts (see estimate.h).
 #include "tools/estimate.h"
 
 #include <algorithm>

@@ -26,7 +26,8 @@ namespace zerotrain::tools {
 using MemoryEstimate = zero::ModelStateEstimate;
 using zero::StorageLayout;
 
-// DeepSpeed's estimator inputs (reference §3.5). Its formulas assume 16-bit
+// DeepSpeed's estimator inputs (its runtime/zero/stage_1_and_2.py
+// and stage3.py estimate_* functions). Its formulas assume 16-bit
 // training whatever the dtype.
 struct DeepSpeedSetup {
   int64_t total_params = 0;          // P, unique by storage

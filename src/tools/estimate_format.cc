@@ -85,7 +85,7 @@ std::string layout_lines(const EstimateRequest& r) {
   if (r.layout == StorageLayout::kEngine) {
     const bool half = r.dtype != DType::kFloat32;
     o << "== zerotrain, layout engine: what the engine allocates and reports "
-         "(--layout design: DESIGN.md's storage) ==\n";
+         "(--layout design: the ZeRO formulas' storage) ==\n";
     if (half)
       o << dtype_name(r.dtype)
         << " training, stages 0-2: the design layout (2 params + 2 grads + 12 fp32 master, "
@@ -109,12 +109,12 @@ std::string layout_lines(const EstimateRequest& r) {
         << format_count(4 * r.stage3_persistent_numel) << " bytes per GPU, counted below\n";
     return o.str();
   }
-  o << "== zerotrain, layout design: DESIGN.md's storage (16-bit training and fp32 stage 3 "
+  o << "== zerotrain, layout design: the ZeRO formulas' storage (16-bit training and fp32 stage 3 "
        "store this; --layout engine: what the engine allocates) ==\n"
-    << dtype_name(r.dtype) << " training: " << b.total() << " B/param = " << b.param
-    << " params + " << b.grad << " grads + " << b.optimizer
+    << dtype_name(r.dtype) << " training: " << b.total() << " B/param = " << b.param << " params + "
+    << b.grad << " grads + " << b.optimizer
     << (r.dtype == DType::kFloat32 ? " Adam m, v (fp32 params are the master; no 16-bit copy)"
-                                     : " fp32 master, Adam m, v")
+                                   : " fp32 master, Adam m, v")
     << "\n"
     << "stage 0: " << b.total() << "Psi; 1: " << b.param + b.grad << "Psi + " << b.optimizer
     << "Psi/N; 2: " << b.param << "Psi + " << b.grad + b.optimizer << "Psi/N; 3: " << b.total()
@@ -126,15 +126,15 @@ std::string layout_lines(const EstimateRequest& r) {
 std::string zerotrain_table(const EstimateRequest& r) {
   const zero::StateBytes b = zero::state_bytes(r.dtype);
   const zero::ModelStateSetup s{.params = r.params,
-                    .world_size = r.nodes * r.ranks_per_node,
-                    .ranks_per_node = r.ranks_per_node,
-                    .dtype = r.dtype,
-                    .layout = r.layout,
-                    .stage3_persistent_numel = r.stage3_persistent_numel};
+                                .world_size = r.nodes * r.ranks_per_node,
+                                .ranks_per_node = r.ranks_per_node,
+                                .dtype = r.dtype,
+                                .layout = r.layout,
+                                .stage3_persistent_numel = r.stage3_persistent_numel};
   std::ostringstream o;
   o << layout_lines(r) << "Psi = " << format_count(r.params) << ", N = " << s.world_size
-    << ", partitions ceil(Psi/N) = " << format_count(shard_size(r.params, static_cast<int>(s.world_size)))
-    << " elements\n"
+    << ", partitions ceil(Psi/N) = "
+    << format_count(shard_size(r.params, static_cast<int>(s.world_size))) << " elements\n"
     << hw_line(r) << "  per CPU = host memory per node, per GPU = device memory per rank\n"
     << kHeader;
   for (int stage = 0; stage <= 3; ++stage) {

@@ -71,6 +71,13 @@ std::string format_memory_report(const engine::MemoryReport& m, int stage) {
   return s;
 }
 
+std::string format_device_peak(const engine::MemoryReport& m) {
+  return "[zerotrain] device memory: peak " + format_bytes(m.device_usage.peak) +
+         (m.device_capacity > 0 ? " of a " + format_bytes(m.device_capacity) + " capacity"
+                                : " (no capacity set)") +
+         "\n";
+}
+
 std::string format_memory_compact(const engine::MemoryReport& m) {
   const zero::ModelStateBytes& h = m.host_model_states;
   std::string s = "dev " + short_list(m.device_total(), device_categories(m));

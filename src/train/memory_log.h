@@ -21,10 +21,13 @@ namespace zerotrain::train {
 // categories (params, grads, master, optimizer, buffers, activations) and
 // host ones with the pinned bytes ("nothing offloaded" when there are
 // none), then model states against the stage's
-// DESIGN formula.
+// ZeRO formula.
 std::string format_memory_report(const engine::MemoryReport& m, int stage);
 // "dev T (p .. g .. m .. o .. b .. a ..) host T (..) MiB", categories that
 // are zero left out, the host part only when something is offloaded.
+// "[zerotrain] device memory: peak 97.3 MiB of a 128.0 MiB capacity\n"
+// (the Device's own count of everything it allocated).
+std::string format_device_peak(const engine::MemoryReport& m);
 std::string format_memory_compact(const engine::MemoryReport& m);
 
 }  // namespace zerotrain::train

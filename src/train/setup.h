@@ -10,8 +10,8 @@
 
 #include <cstdint>
 
-#include "core/status.h"
 #include "config/config.h"
+#include "core/status.h"
 #include "model/registry.h"
 #include "train/data/corpus.h"
 #include "train/trainer.h"

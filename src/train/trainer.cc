@@ -13,18 +13,18 @@
 #include <sstream>
 
 #include "checkpoint/hf/gpt2.h"
-#include "core/env.h"
 #include "config/config.h"
+#include "core/env.h"
+#include "device/device.h"
 #include "engine/engine.h"
-#include "device/cpu/cpu_device.h"
 #include "model/registry.h"
-#include "zero/options.h"
 #include "train/data/corpus.h"
 #include "train/data/loader.h"
 #include "train/default_config.h"
 #include "train/memory_log.h"
 #include "train/setup.h"
 #include "train/train_log.h"
+#include "zero/options.h"
 
 namespace zerotrain::train {
 namespace {
@@ -69,7 +69,7 @@ class Run {
 Status Run::init() {
   const int64_t B = s_.cfg.batch.train_micro_batch_size_per_gpu;
   ZT_ASSIGN_OR_RETURN(CorpusSplits data, load_data(o_, s_.info));
-  device::Device& device = device::cpu::cpu_device();
+  device::Device& device = device::default_device();
   if (o_.device_memory) device.set_capacity(*o_.device_memory);
   // bf16: the GEMMs read bf16 operands too (the engine keeps the weights
   // themselves bf16-rounded).
@@ -297,8 +297,9 @@ StatusOr<TrainSummary> Run::loop() {
       std::snprintf(buf, sizeof(buf), " | val_loss %.4f", summary_.val_losses.back());
       out_ << buf;
     }
-    out_ << "\n" << std::flush;
+    out_ << "\n" << format_device_peak(engine_->memory()) << std::flush;
   }
+  summary_.device_peak_bytes = engine_->memory().device_usage.peak;
   return summary_;
 }
 

@@ -19,13 +19,13 @@
 #include <array>
 #include <cstdint>
 #include <iosfwd>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "comm/communicator.h"
 #include "core/status.h"
-#include <nlohmann/json.hpp>
 
 namespace zerotrain::train {
 
@@ -82,6 +82,7 @@ struct TrainSummary {
   int64_t first_step = 1;        // > 1 after resuming from a checkpoint
   int64_t tokens_per_step = 0;   // global: B * T * gas * world
   std::string effective_config;  // as printed at start
+  int64_t device_peak_bytes = 0;  // most device memory this rank held at once
 };
 
 StatusOr<TrainSummary> train(const TrainOptions& options, comm::Communicator& comm);

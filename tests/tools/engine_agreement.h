@@ -54,7 +54,9 @@ inline void expect_agrees(comm::Communicator& comm, const Case& c) {
   ASSERT_TRUE(cfg.ok());
   StatusOr<model::gpt2::GptModel> m = model::gpt2::GptModel::create(*cfg, {.max_batch = 1});
   ASSERT_TRUE(m.ok()) << m.status().to_string();
-  if (comm.rank() == 0) m->init_parameters(7);
+  if (comm.rank() == 0) {
+    ASSERT_TRUE(m->init_parameters(7).ok());
+  }
   config::TrainerArgs args;
   args.world_size = c.world;
   StatusOr<config::Config> conf = config::parse_config(config_json(c), args);

@@ -67,8 +67,8 @@ TEST(ModelCounts, PresetsCountAsHfAndAsOurBuffer) {
   EXPECT_GT(model_counts(layout_of("gpt2-tiny")).stage3_persistent_numel, 0);
   EXPECT_EQ(model_counts(layout_of("gpt2-tiny"), 1).stage3_persistent_numel, 0);
   // The largest HF module of a small GPT-2 is a block's c_fc, named without its layer.
-  const model::gpt2::GptConfig narrow{.n_layer = 2, .n_head = 2, .n_embd = 64, .seq_len = 16,
-                                      .vocab_size = 32, .padded_vocab = 32};
+  const model::gpt2::GptConfig narrow{
+      .n_layer = 2, .n_head = 2, .n_embd = 64, .seq_len = 16, .vocab_size = 32, .padded_vocab = 32};
   EXPECT_EQ(model_counts(model::gpt2::make_layout(narrow)).ds_largest_layer_name, "mlp.c_fc");
 }
 

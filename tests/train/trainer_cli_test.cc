@@ -3,7 +3,9 @@
 // shards; the embedded config prints and parses; a ZeRO-2 config is refused.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <fstream>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -46,6 +48,60 @@ TEST(TrainerCli, TokenizeThenTrainOnShards) {
                        std::chrono::seconds(60), {"OMP_NUM_THREADS=1"});
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   EXPECT_NE(r.out.find("val_loss"), std::string::npos) << r.out;
+}
+
+// The device capacity (issue #18), on the CPU device: at 256 MiB,
+// gpt2-small-ish (23 M parameters) trains at stage 3 with its parameters
+// and optimizer offloaded — the same losses, bit for bit, as with no
+// capacity, its device peak within it — while stage 0 (16 bytes a
+// parameter on the device, 376 MiB) is refused at the allocation that
+// would pass it, naming what was allocated, the use by category and what
+// `zerotrain estimate` says fits.
+TEST(TrainerCli, Stage3OffloadTrainsOnADeviceTooSmallForStage0) {
+  testing::TempDir dir;
+  const std::string common = R"({"train_micro_batch_size_per_gpu": 1, "gradient_clipping": 1.0,
+      "optimizer": {"type": "AdamW", "params": {"lr": 0.001}}, "zero_optimization": )";
+  std::ofstream(dir.file("s3.json"))
+      << common << R"({"stage": 3, "offload_param": {"device": "cpu"},
+          "offload_optimizer": {"device": "cpu", "pin_memory": false}}})";
+  std::ofstream(dir.file("s0.json")) << common << R"({"stage": 0}})";
+  auto train = [&](const std::string& cfg, const std::string& metrics, bool capped) {
+    std::vector<std::string> argv = {ZT_BIN,
+                                     "train",
+                                     "--model",
+                                     "gpt2-small-ish",
+                                     "--deepspeed",
+                                     dir.file(cfg),
+                                     "--steps",
+                                     "3",
+                                     "--seq-len",
+                                     "32",
+                                     "--eval-interval",
+                                     "0",
+                                     "--metrics",
+                                     dir.file(metrics)};
+    if (capped) argv.insert(argv.end(), {"--device-memory", "256MiB"});
+    return run_process(argv, std::chrono::seconds(120), {"OMP_NUM_THREADS=2"});
+  };
+  auto read = [&](const std::string& name) {
+    std::ifstream in(dir.file(name));
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  };
+  auto capped = train("s3.json", "capped.jsonl", true);
+  ASSERT_EQ(capped.exit_code, 0) << capped.out << capped.err;
+  EXPECT_NE(capped.out.find("of a 256.0 MiB capacity"), std::string::npos) << capped.out;
+  auto free_run = train("s3.json", "free.jsonl", false);
+  ASSERT_EQ(free_run.exit_code, 0) << free_run.err;
+  const std::string steps = read("capped.jsonl");
+  EXPECT_EQ(steps, read("free.jsonl"));
+  EXPECT_EQ(std::count(steps.begin(), steps.end(), '\n'), 3) << steps;
+
+  auto refused = train("s0.json", "s0.jsonl", true);
+  EXPECT_EQ(refused.exit_code, 1) << refused.out << refused.err;
+  for (const char* want : {"out of device memory on cpu", "over the 256.0 MiB capacity",
+                           "in use: parameters", "zerotrain estimate for this model",
+                           "stage 3 + offload_param/offload_optimizer", "the first that fits"})
+    EXPECT_NE(refused.err.find(want), std::string::npos) << want << "\n" << refused.err;
 }
 
 TEST(TrainerCli, RefusesFeaturesNotImplementedAndBadFlags) {
