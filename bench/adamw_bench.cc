@@ -1,6 +1,6 @@
 // Google Benchmark of the fused CPU AdamW step against a STREAM-like triad
 // measured in the same run (AdamW is memory-bound: the target is >= 70% of
-// the triad bandwidth, DESIGN.md). Built as zt_adamw_bench by
+// the triad bandwidth, docs/architecture.md). Built as zt_adamw_bench by
 // bench/CMakeLists.txt (part of the normal build; `make bench` runs it):
 //   OMP_NUM_THREADS=2 build/bin/zt_adamw_bench
 // Bytes per AdamW element: reads p, g, m, v and writes p, m, v = 28 B, plus
@@ -14,9 +14,9 @@
 #include <cstring>
 #include <vector>
 
-#include "optim/adam.h"
 #include "device/cpu/aligned_buffer.h"
 #include "device/cpu/cpu_features.h"
+#include "optim/adam.h"
 
 namespace zo = zerotrain::optim;
 namespace zt = zerotrain::device::cpu;

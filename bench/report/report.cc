@@ -242,9 +242,8 @@ std::string comm_section(const json& comm) {
   o << fmt(
       "%.0f ranks, fp32 sum; every iteration's output checked element by element and the "
       "byte counters equal to the ring formulas. busbw = algbw × 2(N−1)/N (allreduce) or "
-      "(N−1)/N; time = slowest rank; mean (nccl-tests) and median over iterations. DESIGN.md's "
-      "figure for this "
-      "machine: about 1.2 GB/s allreduce busbw.\n\n",
+      "(N−1)/N; time = slowest rank; mean (nccl-tests) and median over iterations. "
+      "docs/architecture.md's figure for this machine: about 1.2 GB/s allreduce busbw.\n\n",
       num(comm, "world_size"));
   o << "| op | size | iters | mean us | median us | algbw GB/s | busbw GB/s | median busbw | "
        "best busbw | median of 1.2 GB/s |\n|---|---|---|---|---|---|---|---|---|---|\n";
@@ -274,18 +273,16 @@ std::pair<std::string, double> best_gemm(const json& kernels, bool bf16) {
 
 std::string summary_section(const ReportInputs& in) {
   std::ostringstream o;
-  o << "## Summary against DESIGN.md targets\n\nGEMM, AdamW, training steps and collectives are "
-       "timed by the "
-       "wall clock under the load shown above; the compute peaks are per CPU time. On a loaded "
-       "machine the GEMM and training-step ratios are therefore lower bounds.\n\n| measure | value "
-       "| divided by "
-       "(same run) | ratio "
-       "| target |\n|---|---|---|---|---|\n";
+  o << "## Summary against the targets of docs/architecture.md\n\nGEMM, AdamW, training "
+       "steps and collectives are timed by the wall clock under the load shown above; the "
+       "compute peaks are per CPU time. On a loaded machine the GEMM and training-step ratios "
+       "are therefore lower bounds.\n\n| measure | value | divided by (same run) | ratio | "
+       "target |\n|---|---|---|---|---|\n";
   const json& fp32 = in.probe.is_object() ? in.probe["fp32_fma_peak"] : json();
   const double one = num(fp32, "one_core_gflops"), all = num(fp32, "all_cores_gflops");
   o << fmt(
       "| fp32 FMA peak (%s, cpu time) | %.1f GFLOP/s a core, %.1f all cores (wall: %.1f, "
-      "%.1f) | DESIGN.md's ~230 a core | %s | (reference) |\n",
+      "%.1f) | the architecture's ~230 a core | %s | (reference) |\n",
       str(fp32, "isa", "none").c_str(), one, all, num(fp32, "one_core_gflops_wall"),
       num(fp32, "all_cores_gflops_wall"), pct(one / 230).c_str());
   const auto [bf16_isa, bf16_gflops] = bf16_peak(in.probe);
@@ -323,7 +320,7 @@ std::string summary_section(const ReportInputs& in) {
     }
   }
   o << fmt(
-      "| allreduce busbw, best median over sizes (%s) | %.3f GB/s | DESIGN.md's ~1.2 GB/s | "
+      "| allreduce busbw, best median over sizes (%s) | %.3f GB/s | the architecture's ~1.2 GB/s | "
       "%s | (reference) |\n",
       at.c_str(), busbw, pct(busbw / 1.2).c_str());
   o << train_summary_rows(in.train, in.probe) << "\n";

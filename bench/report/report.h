@@ -3,7 +3,7 @@
 // zt_comm_bench's line, and scripts/bench.sh's meta (date, load, commit).
 // Every number is put next to the probe it should be compared with, from the
 // same run: GEMM GFLOP/s over the fp32 FMA (or bf16) peak, AdamW GB/s over
-// STREAM triad, allreduce busbw over the 1.2 GB/s DESIGN.md figure, and the
+// STREAM triad, allreduce busbw over the 1.2 GB/s figure of docs/architecture.md, and the
 // training step's model FLOP/s over the fp32 FMA peak (fp32) or the
 // AVX512_BF16 dot peak and the AMX peak (bf16): MFU.
 // GEMM GFLOP/s are recomputed from wall time (2·M·N·K / real_time), not the
@@ -57,7 +57,7 @@ struct Mfu {
   double flops = 0;     // achieved model FLOP/s (median step)
   std::string ref_isa;  // fp32: the FMA peak's ISA; bf16: the AVX512_BF16 dot peak's
   double ref_peak = 0;  // FLOP/s of that peak
-  double ref = 0;       // flops / ref_peak: DESIGN.md's MFU
+  double ref = 0;       // flops / ref_peak: docs/architecture.md's MFU
   double amx_peak = 0;  // bf16 only: the AMX-BF16 tile peak (FLOP/s)
   double amx = 0;       // flops / amx_peak
 };

@@ -17,7 +17,7 @@ using report_format::num;
 using report_format::pct;
 using report_format::str;
 
-constexpr double kMfuTarget = 0.70;  // DESIGN.md
+constexpr double kMfuTarget = 0.70;  // docs/architecture.md
 
 // The probe's headline peak object ("fp32_fma_peak", ...), or null.
 const json& peak(const json& probe, const char* key) {
@@ -64,9 +64,10 @@ std::string train_section(const json& train, const json& probe) {
        "steps (the slowest rank's time). tokens/s = B·T·ranks / median step; model FLOP/s = "
        "tokens/s × (6N + 12·L·C·T) FLOPs a token; MFU divides it by the all-cores CPU-time peak "
        "of the same run: fp32 by the FMA peak, bf16 by the AVX512_BF16 dot-product peak "
-       "(DESIGN.md's reference) and, separately, by the AMX-BF16 tile peak. Target: MFU >= 70%. "
-       "Phases are the engine's per-step means (reduce = gradient all-reduce); AdamW GB/s counts "
-       "28 B a parameter over the step phase (which also holds the norm and clipping), next to "
+       "(docs/architecture.md's reference) and, separately, by the AMX-BF16 tile peak. "
+       "Target: MFU >= 70%. Phases are the engine's per-step means (reduce = gradient "
+       "all-reduce); AdamW GB/s counts 28 B a parameter over the step phase (which also holds "
+       "the norm and clipping), next to "
        "STREAM triad.\n\n";
   o << "| model | precision | ranks × threads | B × T | step ms (median) | spread | tokens/s | "
        "model GFLOP/s | MFU | peak divided by | of AMX peak | fwd / bwd / reduce / step ms | "

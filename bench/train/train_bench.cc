@@ -93,10 +93,10 @@ StatusOr<TrainResult> run_train_case(const TrainCase& in, comm::Communicator* co
   args.world_size = comm->world_size();
   args.hidden_size = gpt.n_embd;
   ZT_ASSIGN_OR_RETURN(config::Config cfg, config::parse_config(train_ds_config(c), args));
-  ZT_ASSIGN_OR_RETURN(
-      model::gpt2::GptModel m,
-      model::gpt2::GptModel::create(gpt, {.max_batch = c.B, .max_seq = c.T, .bf16_compute = c.bf16}));
-  m.init_parameters(c.seed);
+  ZT_ASSIGN_OR_RETURN(model::gpt2::GptModel m,
+                      model::gpt2::GptModel::create(
+                          gpt, {.max_batch = c.B, .max_seq = c.T, .bf16_compute = c.bf16}));
+  ZT_RETURN_IF_ERROR(m.init_parameters(c.seed));
   ZT_ASSIGN_OR_RETURN(std::unique_ptr<engine::Engine> e, engine::Engine::create(cfg, &m, comm));
   r.params = model::gpt2::parameter_count(gpt);
   r.numel = e->memory().numel;

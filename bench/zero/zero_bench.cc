@@ -13,11 +13,11 @@
 #include <thread>
 #include <utility>
 
+#include "bench_comms.h"
 #include "config/config.h"
 #include "engine/engine.h"
 #include "model/gpt2/config.h"
 #include "model/gpt2/gpt_model.h"
-#include "bench_comms.h"
 
 namespace zerotrain::bench {
 namespace {
@@ -57,15 +57,16 @@ struct Job {
   std::unique_ptr<engine::Engine> engine;
 };
 
-StatusOr<Job> make_job(const ZeroCase& c, const model::gpt2::GptConfig& gpt, comm::Communicator* comm) {
+StatusOr<Job> make_job(const ZeroCase& c, const model::gpt2::GptConfig& gpt,
+                       comm::Communicator* comm) {
   config::TrainerArgs args;
   args.world_size = comm->world_size();
   args.hidden_size = gpt.n_embd;
   ZT_ASSIGN_OR_RETURN(config::Config cfg, config::parse_config(zero_ds_config(c), args));
-  ZT_ASSIGN_OR_RETURN(
-      model::gpt2::GptModel m,
-      model::gpt2::GptModel::create(gpt, {.max_batch = c.B, .max_seq = c.T, .bf16_compute = c.bf16}));
-  m.init_parameters(c.seed);
+  ZT_ASSIGN_OR_RETURN(model::gpt2::GptModel m,
+                      model::gpt2::GptModel::create(
+                          gpt, {.max_batch = c.B, .max_seq = c.T, .bf16_compute = c.bf16}));
+  ZT_RETURN_IF_ERROR(m.init_parameters(c.seed));
   Job j{std::make_unique<model::gpt2::GptModel>(std::move(m)), nullptr};
   ZT_ASSIGN_OR_RETURN(j.engine, engine::Engine::create(cfg, j.model.get(), comm));
   return j;

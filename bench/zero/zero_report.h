@@ -2,7 +2,7 @@
 // stage × offload × overlap_comm case (step time, tokens/s, each rank's
 // VmHWM, the engine's device/host bytes, wire bytes), then the overlap
 // table: each overlap_comm case's step against max(compute alone,
-// communication alone) of the same run (DESIGN.md: at most 1.1×) and
+// communication alone) of the same run (docs/architecture.md: at most 1.1×) and
 // against its inline twin. Wrapped in markers so scripts/bench.sh can keep
 // or replace it.
 //
