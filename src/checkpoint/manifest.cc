@@ -58,6 +58,50 @@ void read_v1_model_and_engine(const json& j, Manifest* m) {
                      {"counters", j.at("engine")}};
 }
 
+// Throws json::exception on a missing or mistyped field.
+ShardEntry shard_from_json(const json& s) {
+  ShardEntry e{.rank = s.at("rank").get<int>(),
+               .file = s.at("file").get<std::string>(),
+               .bytes = s.at("bytes").get<int64_t>(),
+               .header_crc32 = s.at("header_crc32").get<uint32_t>()};
+  for (const json& r : s.at("ranges"))
+    e.ranges.push_back({r.at(0).get<int64_t>(), r.at(1).get<int64_t>()});
+  return e;
+}
+
+// Shard ranges: inside [0, numel), pairwise disjoint, covering every tensor.
+Status check_shard_ranges(const Manifest& m, const std::string& where) {
+  std::vector<Range> all;
+  for (const ShardEntry& s : m.shards) {
+    if (s.file.empty() || s.file.find('/') != std::string::npos || s.file[0] == '.')
+      return corruption(where + "shard file name \"" + s.file + "\" is not a plain file name");
+    for (const Range& r : s.ranges) {
+      if (r.offset < 0 || r.count < 0 || r.end() > m.numel) {
+        return corruption(where + "shard " + s.file + " range [" + std::to_string(r.offset) + ", " +
+                          std::to_string(r.end()) + ") outside [0, " + std::to_string(m.numel) +
+                          ")");
+      }
+      all.push_back(r);
+    }
+  }
+  std::sort(all.begin(), all.end(), [](auto& a, auto& b) { return a.offset < b.offset; });
+  for (size_t i = 1; i < all.size(); ++i) {
+    if (all[i].offset < all[i - 1].end())
+      return corruption(where + "two shards hold element " + std::to_string(all[i].offset));
+  }
+  for (const LayoutEntry& t : m.layout) {
+    int64_t at = t.offset;
+    for (const Range& r : all) {
+      if (r.offset <= at && at < r.end()) at = r.end();
+    }
+    if (at < t.offset + t.numel) {
+      return corruption(where + "no shard holds element " + std::to_string(at) + " of tensor " +
+                        t.name);
+    }
+  }
+  return ok_status();
+}
+
 }  // namespace
 
 std::vector<LayoutEntry> layout_entries(const model::ParamLayout& layout) {
@@ -121,7 +165,8 @@ StatusOr<Manifest> manifest_from_json(const std::string& text, const std::string
     m.precision = j.at("precision").get<std::string>();
     m.numel = j.at("numel").get<int64_t>();
     for (const json& e : j.at("param_layout"))
-      m.layout.push_back({e.at(0).get<std::string>(), e.at(1).get<int64_t>(), e.at(2).get<int64_t>()});
+      m.layout.push_back(
+          {e.at(0).get<std::string>(), e.at(1).get<int64_t>(), e.at(2).get<int64_t>()});
     if (m.format_version == 1) {
       read_v1_model_and_engine(j, &m);
     } else {
@@ -131,48 +176,12 @@ StatusOr<Manifest> manifest_from_json(const std::string& text, const std::string
       m.engine_state = j.at("engine_state");
     }
     m.client_state = j.at("client_state");
-    for (const json& s : j.at("shards")) {
-      ShardEntry e{.rank = s.at("rank").get<int>(),
-                   .file = s.at("file").get<std::string>(),
-                   .bytes = s.at("bytes").get<int64_t>(),
-                   .header_crc32 = s.at("header_crc32").get<uint32_t>()};
-      for (const json& r : s.at("ranges"))
-        e.ranges.push_back({r.at(0).get<int64_t>(), r.at(1).get<int64_t>()});
-      m.shards.push_back(std::move(e));
-    }
+    for (const json& s : j.at("shards")) m.shards.push_back(shard_from_json(s));
     m.extra_files = j.at("extra_files").get<std::vector<std::string>>();
   } catch (const json::exception& e) {
     return corruption(where + "missing or mistyped field (" + e.what() + ")");
   }
-  // Shard ranges: inside [0, numel), pairwise disjoint, covering every tensor.
-  std::vector<Range> all;
-  for (const ShardEntry& s : m.shards) {
-    if (s.file.empty() || s.file.find('/') != std::string::npos || s.file[0] == '.')
-      return corruption(where + "shard file name \"" + s.file + "\" is not a plain file name");
-    for (const Range& r : s.ranges) {
-      if (r.offset < 0 || r.count < 0 || r.end() > m.numel) {
-        return corruption(where + "shard " + s.file + " range [" + std::to_string(r.offset) +
-                          ", " + std::to_string(r.end()) + ") outside [0, " +
-                          std::to_string(m.numel) + ")");
-      }
-      all.push_back(r);
-    }
-  }
-  std::sort(all.begin(), all.end(), [](auto& a, auto& b) { return a.offset < b.offset; });
-  for (size_t i = 1; i < all.size(); ++i) {
-    if (all[i].offset < all[i - 1].end())
-      return corruption(where + "two shards hold element " + std::to_string(all[i].offset));
-  }
-  for (const LayoutEntry& t : m.layout) {
-    int64_t at = t.offset;
-    for (const Range& r : all) {
-      if (r.offset <= at && at < r.end()) at = r.end();
-    }
-    if (at < t.offset + t.numel) {
-      return corruption(where + "no shard holds element " + std::to_string(at) + " of tensor " +
-                        t.name);
-    }
-  }
+  ZT_RETURN_IF_ERROR(check_shard_ranges(m, where));
   return m;
 }
 
