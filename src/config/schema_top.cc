@@ -165,7 +165,9 @@ void add_top_level_keys(std::vector<KeySpec>& out) {
   out.insert(out.end(), std::begin(keys), std::end(keys));
 }
 
-void add_precision_keys(std::vector<KeySpec>& out) {
+namespace {
+
+void add_fp16_keys(std::vector<KeySpec>& out) {
   const KeySpec keys[] = {
       {.path = "fp16",
        .type = kSection,
@@ -223,6 +225,12 @@ void add_precision_keys(std::vector<KeySpec>& out) {
        .default_json = "false",
        .support = kUnsupported,
        .help = "Keep master weights and grads in fp16."},
+  };
+  out.insert(out.end(), std::begin(keys), std::end(keys));
+}
+
+void add_bf16_keys(std::vector<KeySpec>& out) {
+  const KeySpec keys[] = {
       {.path = "bf16", .type = kSection, .help = "bf16 mixed precision (no loss scaler)."},
       {.path = "bfloat16",
        .type = kSection,
@@ -257,6 +265,13 @@ void add_precision_keys(std::vector<KeySpec>& out) {
        .help = "Keep optimizer states in bf16."},
   };
   out.insert(out.end(), std::begin(keys), std::end(keys));
+}
+
+}  // namespace
+
+void add_precision_keys(std::vector<KeySpec>& out) {
+  add_fp16_keys(out);
+  add_bf16_keys(out);
 }
 
 }  // namespace zerotrain::config

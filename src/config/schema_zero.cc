@@ -165,7 +165,13 @@ void add_stage3_keys(std::vector<KeySpec>& out) {
        .default_json = "false",
        .help = "Stage 3: a save also writes model_16bit.safetensors (whole 16-bit weights).",
        ZT_FIELD(zero.stage3_gather_16bit_weights_on_model_save)},
-      // DeepSpeed's pydantic field names (populate_by_name) and old spellings.
+  };
+  out.insert(out.end(), std::begin(keys), std::end(keys));
+}
+
+// DeepSpeed's pydantic field names (populate_by_name) and old spellings.
+void add_stage3_alias_keys(std::vector<KeySpec>& out) {
+  const KeySpec keys[] = {
       {.path = "zero_optimization.prefetch_bucket_size",
        .type = kInt,
        .support = kAlias,
@@ -394,6 +400,7 @@ void add_zero_keys(std::vector<KeySpec>& out) {
   out.insert(out.end(), std::begin(keys), std::end(keys));
   add_offload_keys(out);
   add_stage3_keys(out);
+  add_stage3_alias_keys(out);
   add_unsupported_zero_keys(out);
 }
 
