@@ -207,11 +207,12 @@ Status Engine::update_in_sub_groups(Tensor grads, float grad_scale) {
   for (size_t off = 0; off < master.numel || off == 0; off += chunk) {
     const size_t len = std::min(chunk, master.numel - off);
     for (size_t i = 0; i < states.size(); ++i) part[i] = states[i].slice(off, len);
+    const Tensor own = master.slice(off, len);
     Staged m, g;
-    ZT_ASSIGN_OR_RETURN(const Tensor p, stage_in(master.slice(off, len), home, &m));
+    ZT_ASSIGN_OR_RETURN(const Tensor p, stage_in(own, home, &m));
     ZT_ASSIGN_OR_RETURN(const Tensor gr, stage_in(grads.slice(off, len), home, &g));
     ZT_RETURN_IF_ERROR(optimizer_->update(p, gr, part, {}, grad_scale));
-    if (p.data != master.data) ZT_RETURN_IF_ERROR(device::copy(p, master.slice(off, len)));
+    if (p.data != own.data) ZT_RETURN_IF_ERROR(device::copy(p, own));
     if (off + len >= master.numel) break;
   }
   return Status();
