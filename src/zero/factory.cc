@@ -1,6 +1,7 @@
 // Stage dispatch: config.zero.stage -> its ZeroStrategy.
 #include "zero/factory.h"
 
+#include <algorithm>
 #include <string>
 #include <utility>
 
@@ -12,6 +13,18 @@
 
 namespace zerotrain::zero {
 namespace {
+
+// DeepSpeed closes a bucket (or a stage-3 optimizer sub-group) when the next
+// tensor would not fit, so a size of 0 means one tensor each. zerotrain's
+// buckets are flat element ranges: 0 becomes the largest tensor's element
+// count (per rank for sub-groups, which cover a rank's partition).
+StrategyOptions with_tensor_sized_zeros(StrategyOptions o, const model::Module& model, int world) {
+  int64_t largest = 1;
+  for (const model::TensorInfo& t : model.layout().tensors()) largest = std::max(largest, t.numel);
+  if (o.reduce_bucket_size == 0) o.reduce_bucket_size = largest;
+  if (o.sub_group_size == 0) o.sub_group_size = (largest + world - 1) / world;
+  return o;
+}
 
 template <typename S>
 StatusOr<std::unique_ptr<ZeroStrategy>> as_strategy(StatusOr<std::unique_ptr<S>> s) {
@@ -36,7 +49,8 @@ StatusOr<std::unique_ptr<ZeroStrategy>> make_strategy(const config::Config& conf
     return invalid_argument(
         "zero_optimization.offload_optimizer: stage 0 keeps no partitioned optimizer states to "
         "offload; use stage 1, 2 or 3 (or set device to \"none\")");
-  const StrategyOptions o = strategy_options(config, state_count);
+  const StrategyOptions o =
+      with_tensor_sized_zeros(strategy_options(config, state_count), *model, comm->world_size());
   switch (stage) {
     case 0:
       return as_strategy(DataParallelStrategy::create(model, comm, o));

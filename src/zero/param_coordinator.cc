@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <utility>
 
+#include "core/log.h"
+
 namespace zerotrain::zero {
 
 StatusOr<ParamCoordinator> ParamCoordinator::create(std::vector<TraceStep> trace,
@@ -27,14 +29,17 @@ StatusOr<ParamCoordinator> ParamCoordinator::create(std::vector<TraceStep> trace
     }
     c.step_numel_.push_back(n);
   }
-  // Name the step that needs the most, so the message gives the minimum.
+  // A bound below what one step reads does not stop that step (DeepSpeed
+  // always fetches the module it runs; its bound limits prefetch and what
+  // stays gathered): each step gathers what it reads and nothing more.
+  // Said once, naming the step that needs the most.
   const auto most = std::max_element(c.step_numel_.begin(), c.step_numel_.end());
   if (most != c.step_numel_.end() && *most > options.max_live_parameters)
-    return invalid_argument(
-        "zero_optimization.stage3_max_live_parameters: " +
-        std::to_string(options.max_live_parameters) + " is below the " + std::to_string(*most) +
-        " parameter elements " + trace[static_cast<size_t>(most - c.step_numel_.begin())].name +
-        " needs gathered at once; set it to at least " + std::to_string(*most));
+    log::warn("zero_optimization.stage3_max_live_parameters: ", options.max_live_parameters,
+              " is below the ", *most, " parameter elements ",
+              trace[static_cast<size_t>(most - c.step_numel_.begin())].name,
+              " reads at once; each step gathers what it reads (as in DeepSpeed) and nothing is "
+              "prefetched or kept beyond it");
   c.trace_ = std::move(trace);
   return c;
 }
@@ -102,7 +107,7 @@ Status ParamCoordinator::make_room(int64_t numel, int step) {
       const int use = next_use(step, gi, nullptr);
       if (use > victim_use) victim = gi, victim_use = use;
     }
-    if (victim < 0) break;  // create() guarantees what one step reads fits
+    if (victim < 0) break;  // what this step reads stays, even past the bound
     ++stats_.evictions;
     ZT_RETURN_IF_ERROR(release(victim));
   }

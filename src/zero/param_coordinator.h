@@ -79,8 +79,8 @@ class ParamCoordinator {
  public:
   ParamCoordinator() = default;
   // group_numel[g]: the elements group g's gathered buffer holds.
-  // InvalidArgument naming zero_optimization.stage3_max_live_parameters
-  // when a step needs more than it allows, or for a group out of range.
+  // InvalidArgument for a group out of range. A step that reads more than
+  // max_live_parameters still gathers it all (a warning says so, once).
   static StatusOr<ParamCoordinator> create(std::vector<TraceStep> trace,
                                            std::vector<int64_t> group_numel,
                                            const CoordinatorOptions& options,

@@ -21,14 +21,14 @@ Status validate(const model::Module* m, const StrategyOptions& o) {
         "Stage3Strategy: the model needs flat parameter and gradient buffers holding its "
         "initial weights (ModuleOptions own_parameters/own_gradients)");
   for (const auto& [key, v] : {std::pair{"reduce_bucket_size", o.reduce_bucket_size},
-                               std::pair{"sub_group_size", o.sub_group_size},
-                               std::pair{"stage3_max_live_parameters", o.max_live_parameters}})
+                               std::pair{"sub_group_size", o.sub_group_size}})
     if (v < 1)
       return invalid_argument(std::string("zero_optimization.") + key + ": must be >= 1, got " +
                               std::to_string(v));
   for (const auto& [key, v] :
        {std::pair{"stage3_prefetch_bucket_size", o.prefetch_bucket_size},
         std::pair{"stage3_param_persistence_threshold", o.param_persistence_threshold},
+        std::pair{"stage3_max_live_parameters", o.max_live_parameters},
         std::pair{"stage3_max_reuse_distance", o.max_reuse_distance}})
     if (v < 0)
       return invalid_argument(std::string("zero_optimization.") + key + ": must be >= 0, got " +
