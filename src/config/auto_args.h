@@ -19,7 +19,8 @@ namespace zerotrain::config {
 
 struct AutoRule {
   std::string_view path;
-  std::string_view arg;  // TrainerArgs field; "" = a constant
+  std::string_view arg;   // TrainerArgs field; "" = a constant
+  std::string_view flag;  // the `zerotrain train` flag that sets it ("--lr")
   bool must_match;       // a non-auto config value must equal the argument
   std::optional<Json> (*from)(const TrainerArgs&);  // nullopt: argument not given
 };

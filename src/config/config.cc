@@ -143,7 +143,8 @@ Status ParseResult::status() const {
   return invalid_argument(msg);
 }
 
-ParseResult parse_config_detailed(std::string_view json_text, const TrainerArgs& args) {
+ParseResult parse_config_detailed(std::string_view json_text, const TrainerArgs& args,
+                                  const TrainerArgs& defaults) {
   ParseResult result;
   std::optional<Json> doc = parse_json(json_text, &result.errors);
   if (!doc) return result;
@@ -152,7 +153,7 @@ ParseResult parse_config_detailed(std::string_view json_text, const TrainerArgs&
     result.errors = std::move(walk.errors);
     return result;
   }
-  Resolution r = resolve_config(walk, args);
+  Resolution r = resolve_config(walk, args, defaults);
   // Duplicate-key errors (already in result.errors) first, then document order.
   result.errors.insert(result.errors.end(), walk.errors.begin(), walk.errors.end());
   result.errors.insert(result.errors.end(), r.errors.begin(), r.errors.end());
@@ -173,13 +174,15 @@ ParseResult parse_config_detailed(std::string_view json_text, const TrainerArgs&
   return result;
 }
 
-StatusOr<Config> parse_config(std::string_view json_text, const TrainerArgs& args) {
-  ParseResult r = parse_config_detailed(json_text, args);
+StatusOr<Config> parse_config(std::string_view json_text, const TrainerArgs& args,
+                              const TrainerArgs& defaults) {
+  ParseResult r = parse_config_detailed(json_text, args, defaults);
   if (!r.config) return r.status();
   return std::move(*r.config);
 }
 
-StatusOr<Config> load_config_file(const std::string& path, const TrainerArgs& args) {
+StatusOr<Config> load_config_file(const std::string& path, const TrainerArgs& args,
+                                  const TrainerArgs& defaults) {
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec))
     return io_error("config file " + path + " is a directory");
@@ -192,7 +195,7 @@ StatusOr<Config> load_config_file(const std::string& path, const TrainerArgs& ar
   std::ostringstream text;
   text << in.rdbuf();
   if (in.bad()) return io_error("cannot read config file " + path);
-  StatusOr<Config> config = parse_config(text.str(), args);
+  StatusOr<Config> config = parse_config(text.str(), args, defaults);
   if (!config.ok()) return config.status().with_context(path);
   return config;
 }
@@ -211,6 +214,7 @@ std::string effective_config_json(const Config& c) {
   }
   root["_zerotrain"] = {{"world_size", c.batch.world_size},
                         {"resolved_from_auto", c.resolved_from_auto},
+                        {"auto_sources", c.auto_sources},
                         {"warnings", c.warnings}};
   return root.dump(2) + "\n";
 }

@@ -156,6 +156,13 @@ struct ZeroConfig {
   bool stage3_gather_16bit_weights_on_model_save = false;
 };
 
+// A local monitor (csv_monitor): files under output_path/job_name.
+struct MonitorConfig {
+  bool enabled = false;
+  std::string output_path;  // "": the working directory
+  std::string job_name = "DeepSpeedJobName";
+};
+
 struct CheckpointConfig {
   TagValidation tag_validation = TagValidation::kWarn;
   bool use_node_local_storage = false;
@@ -169,6 +176,7 @@ struct Config {
   SchedulerConfig scheduler;
   ZeroConfig zero;
   CheckpointConfig checkpoint;
+  MonitorConfig csv_monitor;
 
   double gradient_clipping = 1.0;          // global L2 norm; 0 disables
   std::optional<int64_t> steps_per_print;  // unset: no periodic progress line
@@ -183,6 +191,11 @@ struct Config {
 
   // Provenance, for the effective-config printout.
   std::vector<std::string> resolved_from_auto;  // JSON paths, schema order
+  // Where each of those came from: "--lr" (a trainer flag the user gave),
+  // "default of --lr" (the trainer's default), "derived" (the batch
+  // triangle) or "DeepSpeed default" ("auto" in a section DeepSpeed
+  // validates, where it drops "auto" keys).
+  std::map<std::string, std::string> auto_sources;
   std::vector<std::string> warnings;            // deprecated spellings etc.
   // Keys zerotrain accepts but does not act on, given a non-default value:
   // JSON path -> value as JSON text.
@@ -194,11 +207,15 @@ struct Config {
   }
 };
 
-// What the trainer knows, for resolving "auto" (as HF's Trainer does). An
-// "auto" whose argument is unset is an error naming both, never a default.
-// A non-auto config value that disagrees with a set argument is an error too
-// (HF does the same), so a trainer should set only the arguments its user
-// actually gave, not its own fallbacks.
+// What the trainer knows, for resolving "auto" (as HF's Trainer does from
+// its TrainingArguments). Parsing takes two of these: `args`, the arguments
+// the user actually gave, and `defaults`, the trainer's value for each one
+// (HF's TrainingArguments always have one, so an "auto" never fails for
+// want of a flag). An "auto" resolves from `args`, else from `defaults`;
+// only when both lack the argument is it an error naming it. A non-auto
+// config value that disagrees with a given argument is an error (HF does
+// the same); defaults are never compared with explicit values, so a config
+// that spells out lr 3e-4 runs without --lr.
 struct TrainerArgs {
   std::optional<double> lr;
   std::optional<std::array<double, 2>> betas;
@@ -238,16 +255,19 @@ struct ParseResult {
 };
 
 // The detailed form, for tests and tools that want the structured list.
-ParseResult parse_config_detailed(std::string_view json_text, const TrainerArgs& args);
+ParseResult parse_config_detailed(std::string_view json_text, const TrainerArgs& args,
+                                  const TrainerArgs& defaults = {});
 
 // The config from JSON text (comments allowed, duplicate keys refused).
 // Warnings (old spellings, stage-3 keys below stage 3) are returned in
 // Config::warnings, not logged: the caller decides where they go.
-StatusOr<Config> parse_config(std::string_view json_text, const TrainerArgs& args);
+StatusOr<Config> parse_config(std::string_view json_text, const TrainerArgs& args,
+                              const TrainerArgs& defaults = {});
 
 // The config from a file: NotFound / IoError name the path; config
 // problems are InvalidArgument prefixed with the path.
-StatusOr<Config> load_config_file(const std::string& path, const TrainerArgs& args);
+StatusOr<Config> load_config_file(const std::string& path, const TrainerArgs& args,
+                                  const TrainerArgs& defaults = {});
 
 // Pretty JSON of every key zerotrain knows, with defaults filled and autos
 // resolved; "_zerotrain" holds world_size, resolved_from_auto and warnings.

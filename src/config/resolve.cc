@@ -29,7 +29,8 @@ bool near_equal(const Json& a, const Json& b) {
 
 class Resolver {
  public:
-  Resolver(const WalkResult& walk, const TrainerArgs& args) : walk_(walk), args_(args) {
+  Resolver(const WalkResult& walk, const TrainerArgs& args, const TrainerArgs& defaults)
+      : walk_(walk), args_(args), defaults_(defaults) {
     bad_ = walk.bad;
     world_size_ = args.world_size.value_or(1);
   }
@@ -37,8 +38,10 @@ class Resolver {
   Resolution run() {
     fill_values();
     apply_legacy_offload();
+    supply_trainer_optimizer();
     check_types_and_applicability();
     resolve_autos();
+    record_dropped_autos();
     derive_defaults();
     solve_batch();
     Resolution r;
@@ -135,9 +138,15 @@ class Resolver {
                           "; make them agree (or write \"auto\")");
         continue;
       }
+      std::string source = rule.flag.empty() ? "constant" : std::string(rule.flag);
+      if (!from_args) {
+        from_args = rule.from(defaults_);
+        source = "default of " + source;
+      }
       if (!from_args) {
         error(path, "is \"auto\" but the trainer argument '" + std::string(rule.arg) +
-                        "' it is resolved from was not given; give it or write a value");
+                        "' it is resolved from is not known here; give " +
+                        std::string(rule.flag) + " or write a value");
         continue;
       }
       std::string why;
@@ -148,9 +157,83 @@ class Resolver {
       }
       values_[path] = *norm;
       from_auto_.insert(path);
+      auto_sources_[path] = source;
     }
   }
 
+  // An integer key's resolved value, else the argument, else its default.
+  std::optional<int64_t> resolved_int(const char* path, std::optional<int64_t> arg,
+                                      std::optional<int64_t> fallback) {
+    const Json& v = values_[path];
+    if (v.is_number_integer()) return v.get<int64_t>();
+    return arg ? arg : fallback;
+  }
+  // A config without an optimizer (or scheduler) section, under a trainer
+  // (defaults given), gets the trainer's own, as HF's Trainer creates
+  // AdamW from its arguments and its default "linear" schedule (warmup,
+  // then linear decay to 0 at the last step: DeepSpeed's WarmupDecayLR).
+  // DeepSpeed alone has no optimizer to fall back on.
+  void supply_trainer_optimizer() {
+    auto arg = [](const auto& given, const auto& fallback) { return given ? given : fallback; };
+    const auto lr = arg(args_.lr, defaults_.lr);
+    const auto betas = arg(args_.betas, defaults_.betas);
+    const auto eps = arg(args_.eps, defaults_.eps);
+    const auto wd = arg(args_.weight_decay, defaults_.weight_decay);
+    if (!defaults_.lr) return;  // no trainer: DeepSpeed's rules alone
+    if (!walk_.sections.count("optimizer") && lr && betas && eps && wd) {
+      values_["optimizer.type"] = "AdamW";
+      values_["optimizer.params.lr"] = *lr;
+      values_["optimizer.params.betas"] = Json::array({(*betas)[0], (*betas)[1]});
+      values_["optimizer.params.eps"] = *eps;
+      values_["optimizer.params.weight_decay"] = *wd;
+      trainer_supplied("optimizer", "the trainer's AdamW (no optimizer section)");
+    }
+    const auto warmup = arg(args_.warmup_steps, defaults_.warmup_steps);
+    const auto total = arg(args_.total_steps, defaults_.total_steps);
+    if (!walk_.sections.count("scheduler") && lr && warmup && total) {
+      values_["scheduler.type"] = "WarmupDecayLR";
+      values_["scheduler.params.warmup_min_lr"] = 0.0;
+      values_["scheduler.params.warmup_max_lr"] = *lr;
+      values_["scheduler.params.warmup_num_steps"] = *warmup;
+      values_["scheduler.params.total_num_steps"] = *total;
+      values_["scheduler.params.warmup_type"] = "linear";
+      trainer_supplied("scheduler", "the trainer's linear warmup and decay (no scheduler section)");
+    }
+  }
+  void trainer_supplied(const std::string& section, const std::string& source) {
+    for (const KeySpec& k : schema())
+      if (k.path.starts_with(section + ".") && !values_[std::string(k.path)].is_null() &&
+          (k.applies_to.empty() || list_contains(k.applies_to, type_of(section.c_str()))))
+        auto_sources_[std::string(k.path)] = source;
+  }
+  void record_dropped_autos() {
+    for (const std::string& path : walk_.auto_dropped) {
+      from_auto_.insert(path);
+      auto_sources_[path] = "DeepSpeed default";
+    }
+  }
+  // No batch key at all: the trainer's micro batch and accumulation (given
+  // or default), as a trainer (HF's included) trains with its own
+  // per-device batch; DeepSpeed alone would refuse the config.
+  template <size_t N>
+  void fill_batch_from_trainer(const char* const (&keys)[N]) {
+    struct From {
+      const char* key;
+      std::optional<int64_t> arg, fallback;
+      const char* flag;
+    };
+    const From from[] = {{keys[1], args_.micro_batch_per_gpu, defaults_.micro_batch_per_gpu,
+                          "--micro-batch"},
+                         {keys[2], args_.gradient_accumulation_steps,
+                          defaults_.gradient_accumulation_steps, "--grad-accum"}};
+    for (const From& f : from) {
+      std::optional<int64_t> v = f.arg ? f.arg : f.fallback;
+      if (!v) return;
+      values_[f.key] = *v;
+      from_auto_.insert(f.key);
+      auto_sources_[f.key] = (f.arg ? "" : "default of ") + std::string(f.flag) + ", not in the config";
+    }
+  }
   void derive_defaults();
   void solve_batch();
   void check_derived_batch_against_args(const BatchSizes& b);
@@ -158,9 +241,11 @@ class Resolver {
 
   const WalkResult& walk_;
   const TrainerArgs& args_;
+  const TrainerArgs& defaults_;
   std::map<std::string, Json> values_;
   std::set<std::string> bad_;
   std::set<std::string> from_auto_;
+  std::map<std::string, std::string> auto_sources_;
   std::vector<ConfigError> errors_, warnings_;
   int64_t world_size_ = 1;
 };
@@ -195,21 +280,32 @@ void Resolver::derive_defaults() {
 void Resolver::solve_batch() {
   const char* keys[] = {"train_batch_size", "train_micro_batch_size_per_gpu",
                         "gradient_accumulation_steps"};
-  // HF: train_batch_size "auto" = world × the trainer's micro batch × its
-  // accumulation; without both arguments it is derived from the config's.
+  // HF: train_batch_size "auto" = world × micro batch × accumulation, each
+  // as resolved above (the config's value, else the trainer's argument,
+  // else its default).
   auto tb = walk_.leaves.find(keys[0]);
   int64_t product = 0;
-  if (tb != walk_.leaves.end() && tb->second.is_auto && args_.micro_batch_per_gpu &&
-      args_.gradient_accumulation_steps &&
-      !__builtin_mul_overflow(*args_.micro_batch_per_gpu, *args_.gradient_accumulation_steps,
-                              &product) &&
-      !__builtin_mul_overflow(product, world_size_, &product))
-    values_[keys[0]] = product;
+  if (tb != walk_.leaves.end() && tb->second.is_auto) {
+    std::optional<int64_t> micro = resolved_int(keys[1], args_.micro_batch_per_gpu,
+                                                defaults_.micro_batch_per_gpu);
+    std::optional<int64_t> gas = resolved_int(keys[2], args_.gradient_accumulation_steps,
+                                              defaults_.gradient_accumulation_steps);
+    if (micro && gas && !__builtin_mul_overflow(*micro, *gas, &product) &&
+        !__builtin_mul_overflow(product, world_size_, &product))
+      values_[keys[0]] = product;
+    else
+      product = 0;
+  }
   std::optional<int64_t> given_value[3];
   for (int i = 0; i < 3; ++i) {
     if (bad_.count(keys[i])) return;  // already reported; the triangle would only echo it
     const Json& v = values_[keys[i]];
     if (!v.is_null()) given_value[i] = v.get<int64_t>();
+  }
+  if (!given_value[0] && !given_value[1] && !given_value[2]) {
+    fill_batch_from_trainer(keys);
+    for (int i = 1; i < 3; ++i)
+      if (values_[keys[i]].is_number_integer()) given_value[i] = values_[keys[i]].get<int64_t>();
   }
   if (world_size_ < 1) {
     errors_.push_back({"", "world_size must be >= 1, got " + std::to_string(world_size_)});
@@ -229,7 +325,10 @@ void Resolver::solve_batch() {
   values_[keys[0]] = b->train_batch_size;
   values_[keys[1]] = b->micro_batch_per_gpu;
   values_[keys[2]] = b->gradient_accumulation_steps;
-  if (tb != walk_.leaves.end() && tb->second.is_auto) from_auto_.insert(keys[0]);
+  if (tb != walk_.leaves.end() && tb->second.is_auto) {
+    from_auto_.insert(keys[0]);
+    auto_sources_[keys[0]] = "derived";
+  }
   check_derived_batch_against_args(*b);
 }
 
@@ -261,7 +360,10 @@ Config Resolver::build() {
   for (const KeySpec& k : schema()) {
     if (!is_leaf(k)) continue;
     std::string path(k.path);
-    if (from_auto_.count(path)) c.resolved_from_auto.push_back(path);
+    auto source = auto_sources_.find(path);
+    if (from_auto_.count(path) || source != auto_sources_.end())
+      c.resolved_from_auto.push_back(path);
+    if (source != auto_sources_.end()) c.auto_sources[path] = source->second;
     if (!k.applies_to.empty()) {
       const std::string& type = path.rfind("optimizer.", 0) == 0 ? opt : sched;
       if (type.empty() || !list_contains(k.applies_to, type)) continue;
@@ -285,8 +387,9 @@ Config Resolver::build() {
 
 }  // namespace
 
-Resolution resolve_config(const WalkResult& walk, const TrainerArgs& args) {
-  return Resolver(walk, args).run();
+Resolution resolve_config(const WalkResult& walk, const TrainerArgs& args,
+                          const TrainerArgs& defaults) {
+  return Resolver(walk, args, defaults).run();
 }
 
 }  // namespace zerotrain::config

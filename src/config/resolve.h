@@ -3,7 +3,7 @@
 // derived defaults, the batch triangle, the typed fields, then the
 // cross-field rules. Internal to src/config/.
 //
-//   Resolution r = resolve_config(walk_document(doc), args);
+//   Resolution r = resolve_config(walk_document(doc), args, defaults);
 //   if (r.errors.empty()) use(r.config);
 //
 // Thread-safety: pure functions.
@@ -25,7 +25,8 @@ struct Resolution {
   std::vector<ConfigError> warnings;
 };
 
-Resolution resolve_config(const WalkResult& walk, const TrainerArgs& args);
+Resolution resolve_config(const WalkResult& walk, const TrainerArgs& args,
+                          const TrainerArgs& defaults);
 
 // What the rules need besides the Config: where each value came from.
 struct RuleContext {

@@ -56,6 +56,12 @@ struct KeySpec {
   bool auto_ok = false;         // may be "auto" (resolved from TrainerArgs)
   bool nullable = false;        // may be null (= unset)
   std::string_view gate;        // kOpaque: key that must be false/absent ("enabled")
+  // kInert keys whose silence could mislead: the warning given when the key
+  // is set to anything but its default ("ignored: <warn>").
+  std::string_view warn;
+  // kUnsupported sections refused for a reason other than "not yet": the
+  // reason and the alternative.
+  std::string_view refusal;
   std::string_view help;
   void (*set)(Config&, const Json&) = nullptr;  // fills the typed field
   Json (*get)(const Config&) = nullptr;         // reads it back
@@ -83,6 +89,7 @@ void add_precision_keys(std::vector<KeySpec>& out);
 void add_optimizer_keys(std::vector<KeySpec>& out);  // and the scheduler's
 void add_scheduler_keys(std::vector<KeySpec>& out);
 void add_zero_keys(std::vector<KeySpec>& out);
+void add_monitor_keys(std::vector<KeySpec>& out);
 void add_unsupported_sections(std::vector<KeySpec>& out);
 
 }  // namespace zerotrain::config

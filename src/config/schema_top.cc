@@ -218,8 +218,9 @@ void add_fp16_keys(std::vector<KeySpec>& out) {
       {.path = "fp16.auto_cast",
        .type = kBool,
        .default_json = "false",
-       .support = kUnsupported,
-       .help = "Cast module inputs to fp16."},
+       .support = kInert,
+       .help = "Cast floating-point module inputs to fp16; the inputs are token ids, which it "
+               "leaves alone, so it changes nothing."},
       {.path = "fp16.fp16_master_weights_and_grads",
        .type = kBool,
        .default_json = "false",
@@ -265,6 +266,19 @@ void add_bf16_keys(std::vector<KeySpec>& out) {
        .help = "Keep optimizer states in bf16."},
   };
   out.insert(out.end(), std::begin(keys), std::end(keys));
+  // fp16 keys copied into bf16 sections (older DeepSpeed read bf16 with
+  // dict.get and ignored them): accepted, ignored, warned about (rules.cc).
+  constexpr std::string_view kIgnored[] = {
+      "bf16.loss_scale", "bf16.initial_scale_power",      "bf16.loss_scale_window",
+      "bf16.hysteresis", "bf16.consecutive_hysteresis", "bf16.min_loss_scale",
+      "bf16.auto_cast"};
+  for (std::string_view path : kIgnored)
+    out.push_back({.path = path,
+                   .type = kOpaque,
+                   .support = kInert,
+                   .nullable = true,
+                   .warn = "an fp16 key; bf16 does not scale the loss",
+                   .help = "An fp16 key: ignored under bf16 (no loss scaling), with a warning."});
 }
 
 }  // namespace

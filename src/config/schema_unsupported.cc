@@ -9,6 +9,13 @@ namespace zerotrain::config {
 using enum ValueType;
 using enum Support;
 
+namespace {
+constexpr std::string_view kNoRecompute =
+    "zerotrain does not recompute activations yet, so activation memory is as without "
+    "checkpointing (DeepSpeed applies this section only where model code calls "
+    "deepspeed.checkpointing)";
+}  // namespace
+
 void add_unsupported_sections(std::vector<KeySpec>& out) {
   // Sections switched on by an "enabled" key: accepted while it is false or
   // absent (their other keys are then not read, by DeepSpeed or by us).
@@ -16,9 +23,6 @@ void add_unsupported_sections(std::vector<KeySpec>& out) {
                                          "torch_autocast",
                                          "flops_profiler",
                                          "tensorboard",
-                                         "wandb",
-                                         "csv_monitor",
-                                         "comet",
                                          "comms_logger",
                                          "hybrid_engine",
                                          "curriculum_learning",
@@ -28,7 +32,9 @@ void add_unsupported_sections(std::vector<KeySpec>& out) {
                                          "nebula",
                                          "eigenvalue",
                                          "progressive_layer_drop",
-                                         "quantize_training"};
+                                         "quantize_training",
+                                         "sequence_parallel",
+                                         "fp8"};
   for (std::string_view name : kGated)
     out.push_back({.path = name,
                    .type = kOpaque,
@@ -36,6 +42,19 @@ void add_unsupported_sections(std::vector<KeySpec>& out) {
                    .nullable = true,
                    .gate = "enabled",
                    .help = "Accepted while `enabled` is false or absent."});
+  // Monitors that report to a web service: zerotrain opens no connection
+  // beyond its own ranks, so they are refused when on, naming what to use.
+  for (std::string_view name : {"wandb", "comet"})
+    out.push_back({.path = name,
+                   .type = kOpaque,
+                   .support = kUnsupported,
+                   .nullable = true,
+                   .gate = "enabled",
+                   .refusal = "reports to a web service, and zerotrain makes no network "
+                              "connections beyond its own ranks; log locally with --metrics "
+                              "(JSON lines) instead",
+                   .help = "Accepted while `enabled` is false or absent; refused when on (no "
+                           "network)."});
   out.push_back({.path = "compile",
                  .type = kOpaque,
                  .support = kUnsupported,
@@ -56,73 +75,84 @@ void add_unsupported_sections(std::vector<KeySpec>& out) {
   const KeySpec keys[] = {
       {.path = "activation_checkpointing",
        .type = kSection,
-       .help = "DeepSpeed's activation checkpointing (not implemented)."},
+       .help = "DeepSpeed's activation checkpointing: accepted and ignored, with a warning "
+               "(zerotrain does not recompute activations yet; DeepSpeed applies the section "
+               "only where model code calls deepspeed.checkpointing)."},
       {.path = "activation_checkpointing.partition_activations",
        .type = kBool,
        .default_json = "false",
-       .support = kUnsupported,
+       .support = kInert,
+       .warn = kNoRecompute,
        .help = "Split across MP ranks."},
       {.path = "activation_checkpointing.contiguous_memory_optimization",
        .type = kBool,
        .default_json = "false",
-       .support = kUnsupported,
+       .support = kInert,
+       .warn = kNoRecompute,
        .help = "Contiguous buffers."},
       {.path = "activation_checkpointing.cpu_checkpointing",
        .type = kBool,
        .default_json = "false",
-       .support = kUnsupported,
+       .support = kInert,
+       .warn = kNoRecompute,
        .help = "Keep them on the host."},
       {.path = "activation_checkpointing.number_checkpoints",
        .type = kInt,
-       .support = kUnsupported,
+       .support = kInert,
        .nullable = true,
+       .warn = kNoRecompute,
        .help = "Checkpoint count."},
       {.path = "activation_checkpointing.synchronize_checkpoint_boundary",
        .type = kBool,
        .default_json = "false",
-       .support = kUnsupported,
+       .support = kInert,
+       .warn = kNoRecompute,
        .help = "Synchronize at boundaries."},
       {.path = "activation_checkpointing.profile",
        .type = kBool,
        .default_json = "false",
-       .support = kUnsupported,
+       .support = kInert,
+       .warn = kNoRecompute,
        .help = "Time checkpointing."},
-      {.path = "aio", .type = kSection, .help = "Async I/O for NVMe offload (not implemented)."},
+      {.path = "aio", .type = kSection, .help = "Async I/O for NVMe offload; accepted and unused (NVMe offload is not "
+               "supported)."},
       {.path = "aio.block_size",
        .type = kInt,
        .default_json = "1048576",
-       .support = kUnsupported,
+       .support = kInert,
        .help = "I/O block bytes."},
       {.path = "aio.queue_depth",
        .type = kInt,
        .default_json = "8",
-       .support = kUnsupported,
+       .support = kInert,
        .help = "I/O queue depth."},
       {.path = "aio.intra_op_parallelism",
        .type = kInt,
        .default_json = "1",
-       .support = kUnsupported,
+       .support = kInert,
        .help = "I/O threads."},
       {.path = "aio.single_submit",
        .type = kBool,
        .default_json = "false",
-       .support = kUnsupported,
+       .support = kInert,
        .help = "Submit requests one by one."},
       {.path = "aio.overlap_events",
        .type = kBool,
        .default_json = "true",
-       .support = kUnsupported,
+       .support = kInert,
        .help = "Overlap submission and completion."},
       {.path = "aio.use_gds",
        .type = kBool,
        .default_json = "false",
-       .support = kUnsupported,
+       .support = kInert,
        .help = "GPUDirect Storage."},
       {.path = "aio.thread_count",
        .type = kInt,
-       .support = kRejected,
-       .help = "is named in DeepSpeed's docs but its code ignores it; the key is "
-               "intra_op_parallelism"},
+       .support = kInert,
+       .nullable = true,
+       .warn = "DeepSpeed's docs name it but its code never reads it (the key is "
+               "intra_op_parallelism)",
+       .help = "Named in DeepSpeed's docs, ignored by its code (and here, with a warning)."},
   };
   out.insert(out.end(), std::begin(keys), std::end(keys));
 }

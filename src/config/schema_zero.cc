@@ -123,8 +123,9 @@ void add_stage3_keys(std::vector<KeySpec>& out) {
       {.path = "zero_optimization.sub_group_size",
        .type = kInt,
        .default_json = "1000000000",
-       .min = 1,
-       .help = "Stage 3: elements per optimizer-step tile.",
+       .min = 0,
+       .help = "Stage 3: elements per optimizer-step tile; 0: one tensor's partition each "
+               "(as DeepSpeed: the largest tensor's elements / world size).",
        ZT_FIELD(zero.sub_group_size)},
       {.path = "zero_optimization.stage3_prefetch_bucket_size",
        .type = kInt,
@@ -221,8 +222,8 @@ void add_unsupported_zero_keys(std::vector<KeySpec>& out) {
       {.path = "zero_optimization.elastic_checkpoint",
        .type = kBool,
        .default_json = "false",
-       .support = kUnsupported,
-       .help = "Legacy elastic checkpoint."},
+       .support = kInert,
+       .help = "Legacy: checkpoints loadable at another world size; zerotrain's always are."},
       {.path = "zero_optimization.legacy_stage1",
        .type = kBool,
        .default_json = "false",
@@ -231,8 +232,10 @@ void add_unsupported_zero_keys(std::vector<KeySpec>& out) {
       {.path = "zero_optimization.stage3_module_granularity_threshold",
        .type = kInt,
        .default_json = "0",
-       .support = kUnsupported,
-       .help = "Auto leaf modules."},
+       .min = 0,
+       .support = kInert,
+       .help = "Fetch small modules as one unit (a hook-overhead knob); zerotrain gathers per "
+               "layer already."},
       {.path = "zero_optimization.stage3_use_all_reduce_for_fetch_params",
        .type = kBool,
        .default_json = "false",
@@ -352,9 +355,10 @@ void add_zero_keys(std::vector<KeySpec>& out) {
       {.path = "zero_optimization.reduce_bucket_size",
        .type = kInt,
        .default_json = "500000000",
-       .min = 1,
+       .min = 0,
        .auto_ok = true,
-       .help = "Gradient elements per reduction bucket. auto: hidden_size². Stages 1-2 (not "
+       .help = "Gradient elements per reduction bucket (0: one tensor each, as DeepSpeed: the "
+               "largest tensor's elements). auto: hidden_size². Stages 1-2 (not "
                "fp32 stage 1): a rank owns a chunk of each bucket, so buckets reduce as "
                "backward passes them.",
        ZT_FIELD(zero.reduce_bucket_size)},

@@ -51,15 +51,13 @@ std::optional<std::string> closest_match(std::string_view word,
   return best;
 }
 
-std::string unknown_key_message(std::string_view section, std::string_view key) {
-  std::string msg = "unknown key '" + std::string(key) + "' " + where(section);
+std::optional<std::string> known_key_hint(std::string_view section, std::string_view key) {
   std::vector<std::string> here;
   for (const KeySpec* k : children_of(section)) here.emplace_back(leaf_name(k->path));
-  if (auto m = closest_match(key, here)) return msg + "; did you mean '" + *m + "'?";
+  if (auto m = closest_match(key, here)) return "did you mean '" + *m + "'?";
 
   // The key (or a near spelling) declared elsewhere: say where it belongs.
-  std::vector<std::string> exact, near;
-  std::vector<std::string> leaves, paths;
+  std::vector<std::string> exact, leaves, paths;
   for (const KeySpec& k : schema()) {
     if (parent_path(k.path) == section) continue;
     if (leaf_name(k.path) == key) exact.emplace_back(parent_path(k.path));
@@ -67,14 +65,23 @@ std::string unknown_key_message(std::string_view section, std::string_view key) 
     paths.emplace_back(k.path);
   }
   if (!exact.empty()) {
-    std::string parent = exact.front();
-    return msg + "; '" + std::string(key) + "' belongs " +
+    const std::string& parent = exact.front();
+    return "'" + std::string(key) + "' belongs " +
            (parent.empty() ? std::string("at the top level") : "under " + parent);
   }
   if (auto m = closest_match(key, leaves)) {
     size_t i = static_cast<size_t>(std::find(leaves.begin(), leaves.end(), *m) - leaves.begin());
-    return msg + "; did you mean '" + paths[i] + "'?";
+    return "did you mean '" + paths[i] + "'?";
   }
+  return std::nullopt;
+}
+
+std::string unknown_key_message(std::string_view section, std::string_view key) {
+  std::string msg = "unknown key '" + std::string(key) + "' " + where(section);
+  if (auto hint = known_key_hint(section, key)) return msg + "; " + *hint;
+  std::vector<std::string> here;  // ignored-with-a-warning keys are not "valid"
+  for (const KeySpec* k : children_of(section))
+    if (k->warn.empty()) here.emplace_back(leaf_name(k->path));
   if (here.size() <= 16) {
     msg += " (valid keys: ";
     for (size_t i = 0; i < here.size(); ++i) msg += (i ? ", " : "") + here[i];

@@ -26,4 +26,9 @@ std::optional<std::string> closest_match(std::string_view word,
 // The message for `key` found in `section` ("" = top level) but not declared.
 std::string unknown_key_message(std::string_view section, std::string_view key);
 
+// "did you mean 'X'?" or "'X' belongs under Y" when `key` looks like a
+// declared key (a near spelling at this level, or a key of another level);
+// nullopt when it looks like nothing zerotrain knows.
+std::optional<std::string> known_key_hint(std::string_view section, std::string_view key);
+
 }  // namespace zerotrain::config

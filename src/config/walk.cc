@@ -1,10 +1,12 @@
 // Schema walk and leaf normalisation (see walk.h).
 #include "config/walk.h"
 
+#include <algorithm>
 #include <cctype>
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
+#include <set>
 
 #include "config/suggest.h"
 
@@ -20,6 +22,16 @@ std::string describe(const Json& v) {
   std::string s = v.dump();
   if (s.size() > 60) s = s.substr(0, 57) + "...";
   return s;
+}
+
+// Sections DeepSpeed validates with pydantic models, whose constructor drops
+// every key set to "auto" (so the field's default applies). Elsewhere (top
+// level, optimizer/scheduler params) an "auto" reaches DeepSpeed as a string
+// and fails, so zerotrain refuses it unless a trainer argument resolves it.
+bool in_validated_section(std::string_view path) {
+  for (std::string_view s : {"zero_optimization.", "fp16.", "bf16.", "csv_monitor."})
+    if (path.substr(0, s.size()) == s) return true;
+  return false;
 }
 
 std::string lower(std::string_view s) {
@@ -209,7 +221,7 @@ class Walker {
            const std::string& shown) {
     std::string canon = join(prefix, name);
     const KeySpec* spec = find_key(canon);
-    if (spec == nullptr) return error(shown, unknown_key_message(prefix, name));
+    if (spec == nullptr) return unknown_key(prefix, name, shown);
     if (spec->support == Support::kRejected)
       return error(shown, "'" + name + "' " + std::string(spec->help));
     if (!spec->alias_of.empty()) {
@@ -235,6 +247,24 @@ class Walker {
     }
   }
 
+  // DeepSpeed never looks up unknown keys at the top level or in the
+  // sections it reads with dict.get, so there they are ignored with a
+  // warning (`_`-prefixed ones, comments by convention, silently), unless
+  // they look like a known key: then they are a typo that would silently
+  // lose a setting, and an error. Sections DeepSpeed validates refuse them.
+  void unknown_key(const std::string& prefix, const std::string& name, const std::string& shown) {
+    static const std::set<std::string> kTolerant = {"",           "aio", "activation_checkpointing",
+                                                    "checkpoint", "data_types", "timers"};
+    if (!kTolerant.count(prefix)) return error(shown, unknown_key_message(prefix, name));
+    if (name.starts_with("_")) return;
+    if (auto hint = known_key_hint(prefix, name))
+      return error(shown, "unknown key '" + name + "' " +
+                              (prefix.empty() ? std::string("at the top level") : "under " + prefix) +
+                              "; " + *hint + " (DeepSpeed would ignore it silently)");
+    out_.warnings.push_back(
+        {shown, "unknown key '" + name + "', ignored (as DeepSpeed ignores it)"});
+  }
+
   void section(const KeySpec& spec, const Json& value, const std::string& canon,
                const std::string& shown) {
     if (value.is_null() && spec.nullable) return;
@@ -250,7 +280,8 @@ class Walker {
   }
 
   void opaque(const KeySpec& spec, const Json& value, const std::string& shown) {
-    if (value.is_null() || spec.support == Support::kInert) return;
+    if (value.is_null()) return;
+    if (spec.support == Support::kInert) return warn_ignored(spec, shown);
     std::string name(leaf_name(spec.path));
     if (!value.is_object()) return error(shown, "expected an object, got " + describe(value));
     std::string unsupported = "'" + name + "' is a DeepSpeed option zerotrain does not support yet";
@@ -264,8 +295,16 @@ class Walker {
     KeySpec gate_spec{.type = ValueType::kBool};
     auto on = normalize_leaf(gate_spec, *g, &why);
     if (!on) return error(shown + "." + std::string(spec.gate), why);
-    if (on->get<bool>())
+    if (on->get<bool>() && !spec.refusal.empty())
+      error(shown, "'" + name + "' " + std::string(spec.refusal) + " (or set " +
+                       std::string(spec.gate) + ": false)");
+    else if (on->get<bool>())
       error(shown, unsupported + " (remove it or set " + std::string(spec.gate) + ": false)");
+  }
+
+  void warn_ignored(const KeySpec& spec, const std::string& shown) {
+    if (!spec.warn.empty())
+      out_.warnings.push_back({shown, "ignored: " + std::string(spec.warn)});
   }
 
   void leaf(const KeySpec& spec, const Json& value, const std::string& canon,
@@ -273,6 +312,13 @@ class Walker {
     if (value == "auto") {
       if (spec.auto_ok) {
         out_.leaves[canon] = {value, shown, true};
+        return;
+      }
+      // Never for the stage or a choice (an offload device): a silent
+      // default there changes the whole run.
+      if (in_validated_section(canon) && canon != "zero_optimization.stage" &&
+          spec.choices.empty()) {
+        out_.auto_dropped.insert(canon);
         return;
       }
       out_.bad.insert(canon);
@@ -299,6 +345,7 @@ class Walker {
                               "its default (" +
                               default_value(spec).dump() + ") is accepted");
     }
+    if (spec.support == Support::kInert && *norm != default_value(spec)) warn_ignored(spec, shown);
     out_.leaves[canon] = {*norm, shown, false};
   }
 
@@ -315,6 +362,18 @@ WalkResult walk_document(const Json& doc) {
     return out;
   }
   Walker(out).object(doc, "", "");
+  // An optimizer or scheduler type zerotrain lacks is refused by name; its
+  // params are that type's, so Adam's key list says nothing useful there.
+  for (const char* section : {"optimizer", "scheduler"}) {
+    const std::string type = std::string(section) + ".type", params = std::string(section) + ".params.";
+    const bool refused = std::any_of(out.errors.begin(), out.errors.end(), [&](const ConfigError& e) {
+      return e.path == type && e.message.find("does not support yet") != std::string::npos;
+    });
+    if (!refused) continue;
+    std::erase_if(out.errors, [&](const ConfigError& e) {
+      return e.path.starts_with(params) && e.message.starts_with("unknown key");
+    });
+  }
   return out;
 }
 

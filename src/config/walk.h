@@ -29,6 +29,9 @@ struct WalkResult {
   std::map<std::string, GivenValue> leaves;     // canonical path -> value the user gave
   std::map<std::string, std::string> sections;  // canonical section path -> as spelled
   std::set<std::string> bad;                    // canonical paths whose value was refused
+  // "auto" on a key with no trainer argument, in a section DeepSpeed
+  // validates (it drops such keys, so the default applies).
+  std::set<std::string> auto_dropped;
   std::vector<ConfigError> errors;
   std::vector<ConfigError> warnings;
 

@@ -6,7 +6,11 @@
 // Thread-safety: constants.
 #pragma once
 
+#include <algorithm>
+#include <array>
 #include <cstdint>
+
+#include "config/config.h"
 
 namespace zerotrain::train {
 
@@ -43,5 +47,27 @@ struct DefaultTrainerArgs {
   static constexpr int64_t kSteps = 300;
   static constexpr int64_t kSeqLen = 64;
 };
+
+// The trainer's value for every argument (as HF's TrainingArguments always
+// have one): what an "auto" resolves to when its flag was not given, for a
+// user's ds_config as for the embedded one. `config check` uses the same.
+// hidden_size is the model's (bucket-size autos); world_size is not set.
+inline config::TrainerArgs default_trainer_args(int64_t steps, int64_t hidden_size) {
+  using D = DefaultTrainerArgs;
+  config::TrainerArgs a;
+  a.total_steps = steps;
+  a.lr = D::kLr;
+  a.betas = std::array<double, 2>{D::kBeta1, D::kBeta2};
+  a.eps = D::kEps;
+  a.weight_decay = D::kWeightDecay;
+  a.max_grad_norm = D::kMaxGradNorm;
+  a.micro_batch_per_gpu = D::kMicroBatch;
+  a.gradient_accumulation_steps = D::kGradAccum;
+  a.warmup_steps = std::clamp<int64_t>(steps / 10, 1, 50);
+  a.hidden_size = hidden_size;
+  a.bf16 = false;  // 16-bit training only when asked for (--bf16 / --fp16)
+  a.fp16 = false;
+  return a;
+}
 
 }  // namespace zerotrain::train

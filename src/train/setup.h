@@ -26,10 +26,10 @@ struct Setup {
   int64_t steps = 0;  // optimizer steps to run
 };
 
-// A user config gets the arguments the user gave (a non-auto value that
-// disagrees with one is an error, as in HF); an "auto" whose argument was
-// not given takes the trainer's default (DefaultTrainerArgs), and only that
-// one. The embedded config gets the defaults for everything not given.
+// The user's ds_config (or the embedded one) with the arguments the user
+// gave (a non-auto value that disagrees with one is an error, as in HF); an
+// "auto" whose argument was not given takes the trainer's default
+// (default_trainer_args), as HF's TrainingArguments defaults do.
 StatusOr<Setup> make_setup(const TrainOptions& options, int world_size);
 
 // The generated corpus (the last kDefaultValFraction = 10% for validation) or DIR/train_*.bin (+

@@ -62,8 +62,8 @@ TEST(ConfigAuto, UnresolvableAutoNamesKeyAndArgument) {
   ParseResult r = parse(kZero3Autos, args);
   EXPECT_FALSE(r.config);
   EXPECT_EQ(error_at(r, "zero_optimization.reduce_bucket_size"),
-            "is \"auto\" but the trainer argument 'hidden_size' it is resolved from was not "
-            "given; give it or write a value");
+            "is \"auto\" but the trainer argument 'hidden_size' it is resolved from is not "
+            "known here; give --model or write a value");
   EXPECT_THAT(error_at(r, "scheduler.params.warmup_num_steps"), HasSubstr("'warmup_steps'"));
   EXPECT_EQ(r.errors.size(), 4u) << r.status().to_string();
 }

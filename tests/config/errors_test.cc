@@ -26,7 +26,7 @@ TEST(ConfigErrors, TopLevelTypoGetsSuggestion) {
   ParseResult r = parse(R"({"train_batch_size": 8, "gradient_acumulation_steps": 2})");
   EXPECT_EQ(error_at(r, "gradient_acumulation_steps"),
             "unknown key 'gradient_acumulation_steps' at the top level; "
-            "did you mean 'gradient_accumulation_steps'?");
+            "did you mean 'gradient_accumulation_steps'? (DeepSpeed would ignore it silently)");
 }
 
 TEST(ConfigErrors, KeyAtTheWrongLevelSaysWhereItBelongs) {
@@ -34,7 +34,8 @@ TEST(ConfigErrors, KeyAtTheWrongLevelSaysWhereItBelongs) {
       "zero_optimization": {"enabled": true}})");
   EXPECT_EQ(error_at(r, "stage3_prefetch_bucket_size"),
             "unknown key 'stage3_prefetch_bucket_size' at the top level; "
-            "'stage3_prefetch_bucket_size' belongs under zero_optimization");
+            "'stage3_prefetch_bucket_size' belongs under zero_optimization (DeepSpeed would "
+            "ignore it silently)");
   EXPECT_THAT(error_at(r, "zero_optimization.enabled"), HasSubstr("belongs under fp16"));
 }
 
@@ -54,7 +55,7 @@ TEST(ConfigErrors, MisspelledSectionIsAnErrorNotSilentStageZero) {
   ParseResult r = parse(R"({"train_batch_size": 8, "zero_optimisation": {"stage": 3}})");
   EXPECT_EQ(error_at(r, "zero_optimisation"),
             "unknown key 'zero_optimisation' at the top level; did you mean "
-            "'zero_optimization'?");
+            "'zero_optimization'? (DeepSpeed would ignore it silently)");
 }
 
 TEST(ConfigErrors, ChoiceTypoGetsSuggestion) {

@@ -104,6 +104,7 @@ TEST(ConfigExamples, EffectiveConfigRoundTrips) {
     again.world_size = first.batch.world_size;
     Config second = parse_ok(effective, again);
     second.resolved_from_auto = first.resolved_from_auto;
+    second.auto_sources = first.auto_sources;
     second.warnings = first.warnings;
     EXPECT_EQ(effective_config_json(second), effective) << name;
   }

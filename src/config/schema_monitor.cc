@@ -1,0 +1,51 @@
+// Schema table, part 5: the monitor sections zerotrain implements
+// (csv_monitor) and DeepSpeed's timers. wandb and comet are refused when on
+// (schema_unsupported.cc).
+#include "config/json_value.h"
+#include "config/schema.h"
+
+namespace zerotrain::config {
+
+using enum ValueType;
+using enum Support;
+
+void add_monitor_keys(std::vector<KeySpec>& out) {
+  const KeySpec keys[] = {
+      {.path = "csv_monitor",
+       .type = kSection,
+       .nullable = true,
+       .help = "Rank 0 appends each step's metrics to one CSV file per metric, as DeepSpeed's "
+               "csv_monitor: OUTPUT_PATH/JOB_NAME/Train_Samples_<metric>.csv, `step,<metric>` "
+               "rows where step counts samples."},
+      {.path = "csv_monitor.enabled",
+       .type = kBool,
+       .default_json = "false",
+       .help = "Write the CSV files.",
+       ZT_FIELD(csv_monitor.enabled)},
+      {.path = "csv_monitor.output_path",
+       .type = kString,
+       .default_json = "\"\"",
+       .help = "Directory for the job's folder (\"\": the working directory).",
+       ZT_FIELD(csv_monitor.output_path)},
+      {.path = "csv_monitor.job_name",
+       .type = kString,
+       .default_json = "\"DeepSpeedJobName\"",
+       .help = "The folder under output_path.",
+       ZT_FIELD(csv_monitor.job_name)},
+      {.path = "timers", .type = kSection, .help = "DeepSpeed's engine timers."},
+      {.path = "timers.throughput", .type = kSection, .help = "The throughput timer."},
+      {.path = "timers.throughput.enabled",
+       .type = kBool,
+       .default_json = "true",
+       .support = kInert,
+       .help = "DeepSpeed's samples/s timer; zerotrain always logs tokens/s."},
+      {.path = "timers.throughput.synchronized",
+       .type = kBool,
+       .default_json = "true",
+       .support = kInert,
+       .help = "Synchronize the device before reading the timer."},
+  };
+  out.insert(out.end(), std::begin(keys), std::end(keys));
+}
+
+}  // namespace zerotrain::config
