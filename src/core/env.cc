@@ -23,6 +23,8 @@ constexpr Var kRegistry[] = {
     {"ZEROTRAIN_DEVICE_MEMORY",
      "capacity of the CPU device's memory, e.g. 512MiB (default unlimited); allocations beyond it "
      "fail"},
+    {"ZEROTRAIN_PEAK_TFLOPS",
+     "the device's peak TFLOP/s for the training dtype; when set, monitors log MFU against it"},
     {"CUDA_VISIBLE_DEVICES", "devices this process may use; the launcher sets it per worker"},
     {"OMP_NUM_THREADS", "compute threads per worker"},
     {"HOME", "where `zerotrain run` looks for .deepspeed_env"},

@@ -22,6 +22,7 @@
 #include "train/data/loader.h"
 #include "train/default_config.h"
 #include "train/memory_log.h"
+#include "train/monitor.h"
 #include "train/setup.h"
 #include "train/train_log.h"
 #include "zero/options.h"
@@ -47,6 +48,7 @@ class Run {
   Status resume();
   Status save(int64_t step);
   void write_metrics(int64_t step, double loss);
+  Status write_monitors(int64_t step, double loss, double seconds);
   StatusOr<double> validate();
   void print_start();
   void print_step(int64_t step, double loss, double seconds);
@@ -64,6 +66,7 @@ class Run {
   TrainSummary summary_;
   int64_t first_step_ = 1;
   std::unique_ptr<std::ofstream> metrics_;
+  Monitors monitors_;
 };
 
 Status Run::init() {
@@ -120,6 +123,9 @@ Status Run::init() {
     metrics_ = std::make_unique<std::ofstream>(o_.metrics_file, std::ios::app);
     if (!*metrics_) return io_error("--metrics " + o_.metrics_file + ": cannot open for appending");
   }
+  if (rank0_) {
+    ZT_ASSIGN_OR_RETURN(monitors_, Monitors::create(s_.cfg));
+  }
   summary_.tokens_per_step =
       B * s_.T * s_.cfg.batch.gradient_accumulation_steps * comm_.world_size();
   summary_.effective_config = config::effective_config_json(s_.cfg);
@@ -166,9 +172,36 @@ void Run::write_metrics(int64_t step, double loss) {
   *metrics_ << buf << std::flush;
 }
 
+// DeepSpeed's monitor events (train_loss, lr, and loss_scale under fp16),
+// then what DeepSpeed leaves to other tools: grad norm, throughput, model
+// FLOP/s (MFU against ZEROTRAIN_PEAK_TFLOPS when set: a CPU's peak is not
+// knowable portably) and memory.
+Status Run::write_monitors(int64_t step, double loss, double seconds) {
+  const engine::StepInfo& info = engine_->last_step();
+  const int64_t samples = step * s_.cfg.batch.train_batch_size;
+  const double tokens_per_s = summary_.tokens_per_step / seconds;
+  const double flops = tokens_per_s * static_cast<double>(s_.info.flops_per_token(s_.T));
+  const engine::MemoryReport mem = engine_->memory();
+  std::vector<MonitorEvent> events = {{"Train/Samples/train_loss", loss, samples},
+                                      {"Train/Samples/lr", info.lr, samples}};
+  if (s_.cfg.fp16.enabled) events.push_back({"Train/Samples/loss_scale", info.loss_scale, samples});
+  events.push_back({"Train/Samples/grad_norm", info.grad_norm, samples});
+  events.push_back({"Train/Samples/tokens_per_second", tokens_per_s, samples});
+  events.push_back({"Train/Samples/model_tflops", flops * 1e-12, samples});
+  ZT_ASSIGN_OR_RETURN(const double peak, env::get_double("ZEROTRAIN_PEAK_TFLOPS", 0));
+  if (peak > 0) events.push_back({"Train/Samples/mfu", flops * 1e-12 / peak, samples});
+  events.push_back(
+      {"Train/Samples/device_memory_bytes", static_cast<double>(mem.device_usage.total()), samples});
+  events.push_back({"Train/Samples/device_memory_peak_bytes",
+                    static_cast<double>(mem.device_usage.peak), samples});
+  events.push_back({"Train/Samples/host_rss_bytes", static_cast<double>(rss_bytes()), samples});
+  return monitors_.write(events);
+}
+
 void Run::print_start() {
   const engine::MemoryReport mem = engine_->memory();
   out_ << "[zerotrain] environment: " << env::describe() << "\n";
+  for (const std::string& w : s_.cfg.warnings) out_ << "[zerotrain] ds_config warning: " << w << "\n";
   out_ << "[zerotrain] effective ds_config"
        << (o_.deepspeed_config.empty() ? " (embedded default)" : " (" + o_.deepspeed_config + ")")
        << ":\n"
@@ -257,6 +290,7 @@ StatusOr<TrainSummary> Run::loop() {
     if (step > first_step_ || s_.steps == first_step_) timed_seconds += dt;
     summary_.losses.push_back(loss);
     if (metrics_) write_metrics(step, loss);
+    if (monitors_.enabled()) ZT_RETURN_IF_ERROR(write_monitors(step, loss, dt));
     if (rank0_ && (step == first_step_ || step == s_.steps || (every > 0 && step % every == 0)))
       print_step(step, loss, dt);
     if (val_loader_ && step % o_.eval_interval == 0) {

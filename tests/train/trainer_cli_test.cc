@@ -105,18 +105,37 @@ TEST(TrainerCli, Stage3OffloadTrainsOnADeviceTooSmallForStage0) {
 }
 
 TEST(TrainerCli, RefusesFeaturesNotImplementedAndBadFlags) {
-  // Stage 3 and offload train now (zero3_example_cli_test); activation
-  // partitioning is still refused rather than silently ignored.
+  // A feature that would change the numbers (ZeRO++ quantized gradients) is
+  // refused by name rather than silently ignored.
   testing::TempDir dir;
   std::ofstream(dir.file("ds.json"))
       << R"({"train_micro_batch_size_per_gpu": 2, "optimizer": {"type": "AdamW",
-             "params": {"lr": 1e-3}}, "activation_checkpointing": {"partition_activations": true}})";
+             "params": {"lr": 1e-3}}, "zero_optimization": {"stage": 2,
+             "zero_quantized_gradients": true}})";
   auto r = run_process({ZT_BIN, "train", "--deepspeed", dir.file("ds.json"), "--steps", "2"},
                        std::chrono::seconds(30));
   EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
   EXPECT_NE(r.err.find("does not support yet"), std::string::npos) << r.err;
-  EXPECT_NE(r.err.find("activation_checkpointing.partition_activations"), std::string::npos)
+  EXPECT_NE(r.err.find("zero_optimization.zero_quantized_gradients"), std::string::npos)
       << r.err;
+  // One that changes only memory (activation partitioning) trains, and the
+  // log says it was ignored.
+  std::ofstream(dir.file("ac.json"))
+      << R"({"train_micro_batch_size_per_gpu": 2, "optimizer": {"type": "AdamW",
+             "params": {"lr": 1e-3}}, "activation_checkpointing": {"partition_activations": true},
+             "monitor_config": {"enabled": true}})";
+  auto ac = run_process({ZT_BIN, "train", "--deepspeed", dir.file("ac.json"), "--steps", "2"},
+                        std::chrono::seconds(30));
+  EXPECT_EQ(ac.exit_code, 0) << ac.out << ac.err;
+  EXPECT_NE(ac.out.find("[zerotrain] ds_config warning: "
+                        "activation_checkpointing.partition_activations: ignored: zerotrain does "
+                        "not recompute activations yet"),
+            std::string::npos)
+      << ac.out;
+  EXPECT_NE(ac.out.find("[zerotrain] ds_config warning: monitor_config: unknown key "
+                        "'monitor_config', ignored (as DeepSpeed ignores it)"),
+            std::string::npos)
+      << ac.out;
   auto bad = run_process({ZT_BIN, "train", "--model", "gpt3"}, std::chrono::seconds(30));
   EXPECT_EQ(bad.exit_code, 2);
   EXPECT_NE(bad.err.find("unknown model preset 'gpt3'"), std::string::npos) << bad.err;

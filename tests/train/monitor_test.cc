@@ -1,0 +1,154 @@
+// Monitors: values print as Python's str(float) does (DeepSpeed's CSV files
+// come from Python's csv module), and a trainer run with csv_monitor on
+// writes DeepSpeed's layout whose rows are the run's own losses, lrs and
+// grad norms, bit for bit, at DeepSpeed's sample-count steps.
+#include "train/monitor.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <random>
+#include <sstream>
+
+#include "comm/gloo/gloo_communicator.h"
+#include "model/gpt2/config.h"
+#include "train/test_util.h"
+#include "train/trainer.h"
+
+namespace zerotrain::train {
+namespace {
+
+// Python's float repr (3.1+): the shortest string that reads back as the
+// same double; positional when the decimal exponent is in [-4, 16), else
+// scientific with at least two exponent digits; integral values end ".0".
+TEST(PythonFloat, FollowsPythonsReprRules) {
+  EXPECT_EQ(python_float(0.001), "0.001");
+  EXPECT_EQ(python_float(1e-05), "1e-05");
+  EXPECT_EQ(python_float(0.0001), "0.0001");
+  EXPECT_EQ(python_float(100.0), "100.0");
+  EXPECT_EQ(python_float(2.5), "2.5");
+  EXPECT_EQ(python_float(-3.25e-07), "-3.25e-07");
+  EXPECT_EQ(python_float(1e16), "1e+16");
+  EXPECT_EQ(python_float(123456789012345.0), "123456789012345.0");
+  EXPECT_EQ(python_float(0.0), "0.0");
+  EXPECT_EQ(python_float(-0.0), "-0.0");
+  EXPECT_EQ(python_float(65536.0), "65536.0");
+  EXPECT_EQ(python_float(0.1 + 0.2), "0.30000000000000004");
+}
+
+TEST(PythonFloat, ReadsBackToTheSameDoubleAcrossMagnitudes) {
+  std::mt19937_64 rng(7);
+  std::uniform_real_distribution<double> mantissa(1.0, 10.0);
+  for (int i = 0; i < 20000; ++i) {
+    const double v = (i % 2 ? -1 : 1) * mantissa(rng) * std::pow(10.0, i % 40 - 20);
+    const std::string s = python_float(v);
+    EXPECT_EQ(std::strtod(s.c_str(), nullptr), v) << s;
+    const bool sci = s.find('e') != std::string::npos;
+    const int exp = static_cast<int>(std::floor(std::log10(std::fabs(v))));
+    if (exp >= -4 && exp < 15) EXPECT_FALSE(sci) << s;
+    if (exp < -5 || exp > 16) EXPECT_TRUE(sci) << s;
+  }
+}
+
+std::vector<std::pair<int64_t, double>> read_csv(const std::string& path, std::string* header) {
+  std::ifstream in(path, std::ios::binary);
+  EXPECT_TRUE(in.good()) << path;
+  std::stringstream text;
+  text << in.rdbuf();
+  std::vector<std::pair<int64_t, double>> rows;
+  std::string line;
+  bool first = true;
+  while (std::getline(text, line)) {
+    EXPECT_TRUE(!line.empty() && line.back() == '\r') << path << ": line ends without \\r\\n";
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (first) {
+      *header = line;
+      first = false;
+      continue;
+    }
+    const size_t comma = line.find(',');
+    rows.emplace_back(std::stoll(line.substr(0, comma)), std::strtod(line.c_str() + comma + 1, nullptr));
+  }
+  return rows;
+}
+
+TEST(CsvMonitor, TrainerWritesDeepSpeedsLayoutWithTheRunsValues) {
+  testing::TempDir dir;
+  const std::string cfg_path = dir.file("ds.json");
+  std::ofstream(cfg_path) << R"({"train_micro_batch_size_per_gpu": 4, "gradient_accumulation_steps": 2,
+    "fp16": {"enabled": true, "initial_scale_power": 8},
+    "optimizer": {"type": "AdamW", "params": {"lr": 1e-3}},
+    "scheduler": {"type": "WarmupLR", "params": {"warmup_num_steps": 3}},
+    "csv_monitor": {"enabled": true, "output_path": ")"
+                              << dir.file("logs") << R"(", "job_name": "tiny"}})";
+  const std::string metrics = dir.file("metrics.jsonl");
+  TrainOptions o;
+  o.model_config = model::gpt2::to_json(
+      {.n_layer = 1, .n_head = 2, .n_embd = 32, .seq_len = 16, .vocab_size = 256, .padded_vocab = 256});
+  o.deepspeed_config = cfg_path;
+  o.steps = 4;
+  o.corpus_bytes = 20000;
+  o.threads = 1;
+  o.metrics_file = metrics;
+  std::ostringstream log;
+  o.out = &log;
+  o.progress = false;
+  auto c = comm::create_gloo_communicator(comm::CommOptions{});
+  ASSERT_TRUE(c.ok()) << c.status().to_string();
+  StatusOr<TrainSummary> s = train(o, **c);
+  ASSERT_TRUE(s.ok()) << s.status().to_string();
+
+  // The run's own per-step values, from its --metrics lines.
+  std::vector<double> lr, loss_scale, grad_norm;
+  std::ifstream m(metrics);
+  for (std::string line; std::getline(m, line);) {
+    auto field = [&](const char* key) {
+      return std::strtod(line.c_str() + line.find(key) + std::strlen(key) + 3, nullptr);
+    };
+    lr.push_back(field("\"lr"));
+    loss_scale.push_back(field("\"loss_scale"));
+    grad_norm.push_back(field("\"grad_norm"));
+  }
+  ASSERT_EQ(lr.size(), 4u);
+
+  const std::string job = dir.file("logs") + "/tiny/";
+  struct Expect {
+    const char* file;
+    const char* header;
+    std::vector<double> values;
+  };
+  const Expect expect[] = {{"Train_Samples_train_loss.csv", "step,train_loss", s->losses},
+                           {"Train_Samples_lr.csv", "step,lr", lr},
+                           {"Train_Samples_loss_scale.csv", "step,loss_scale", loss_scale}};
+  for (const Expect& e : expect) {
+    std::string header;
+    const auto rows = read_csv(job + e.file, &header);
+    EXPECT_EQ(header, e.header) << e.file;
+    ASSERT_EQ(rows.size(), e.values.size()) << e.file;
+    for (size_t i = 0; i < rows.size(); ++i) {
+      EXPECT_EQ(rows[i].first, static_cast<int64_t>(i + 1) * 8) << e.file;  // samples: 4 x 2 a step
+      if (std::string(e.file) == "Train_Samples_train_loss.csv")
+        EXPECT_EQ(rows[i].second, e.values[i]) << e.file << " row " << i;  // bit for bit
+      else
+        EXPECT_NEAR(rows[i].second, e.values[i], 1e-15 * std::fabs(e.values[i])) << e.file;
+    }
+  }
+  std::string header;
+  const auto norms = read_csv(job + "Train_Samples_grad_norm.csv", &header);
+  ASSERT_EQ(norms.size(), 4u);
+  for (size_t i = 0; i < 4; ++i)
+    if (std::isfinite(grad_norm[i]) && grad_norm[i] >= 0)
+      EXPECT_NEAR(norms[i].second, grad_norm[i], 1e-8 * grad_norm[i]);
+  // Throughput and memory are logged (values only bounded: they are timings).
+  for (const char* f : {"Train_Samples_tokens_per_second.csv", "Train_Samples_model_tflops.csv",
+                        "Train_Samples_device_memory_peak_bytes.csv"}) {
+    const auto rows = read_csv(job + f, &header);
+    ASSERT_EQ(rows.size(), 4u) << f;
+    for (const auto& r : rows) EXPECT_GT(r.second, 0) << f;
+  }
+}
+
+}  // namespace
+}  // namespace zerotrain::train
