@@ -193,8 +193,9 @@ struct Config {
   std::vector<std::string> resolved_from_auto;  // JSON paths, schema order
   // Where each of those came from: "--lr" (a trainer flag the user gave),
   // "default of --lr" (the trainer's default), "derived" (the batch
-  // triangle) or "DeepSpeed default" ("auto" in a section DeepSpeed
-  // validates, where it drops "auto" keys).
+  // triangle), "DeepSpeed default" ("auto" in a section DeepSpeed
+  // validates, where it drops "auto" keys), or the trainer's optimizer,
+  // schedule or batch when the config has none.
   std::map<std::string, std::string> auto_sources;
   std::vector<std::string> warnings;            // deprecated spellings etc.
   // Keys zerotrain accepts but does not act on, given a non-default value:

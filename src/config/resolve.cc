@@ -145,8 +145,8 @@ class Resolver {
       }
       if (!from_args) {
         error(path, "is \"auto\" but the trainer argument '" + std::string(rule.arg) +
-                        "' it is resolved from is not known here; give " +
-                        std::string(rule.flag) + " or write a value");
+                        "' it is resolved from is not known here; give " + std::string(rule.flag) +
+                        " or write a value");
         continue;
       }
       std::string why;
@@ -222,16 +222,17 @@ class Resolver {
       std::optional<int64_t> arg, fallback;
       const char* flag;
     };
-    const From from[] = {{keys[1], args_.micro_batch_per_gpu, defaults_.micro_batch_per_gpu,
-                          "--micro-batch"},
-                         {keys[2], args_.gradient_accumulation_steps,
-                          defaults_.gradient_accumulation_steps, "--grad-accum"}};
+    const From from[] = {
+        {keys[1], args_.micro_batch_per_gpu, defaults_.micro_batch_per_gpu, "--micro-batch"},
+        {keys[2], args_.gradient_accumulation_steps, defaults_.gradient_accumulation_steps,
+         "--grad-accum"}};
     for (const From& f : from) {
       std::optional<int64_t> v = f.arg ? f.arg : f.fallback;
       if (!v) return;
       values_[f.key] = *v;
       from_auto_.insert(f.key);
-      auto_sources_[f.key] = (f.arg ? "" : "default of ") + std::string(f.flag) + ", not in the config";
+      auto_sources_[f.key] =
+          (f.arg ? "" : "default of ") + std::string(f.flag) + ", not in the config";
     }
   }
   void derive_defaults();
@@ -286,8 +287,8 @@ void Resolver::solve_batch() {
   auto tb = walk_.leaves.find(keys[0]);
   int64_t product = 0;
   if (tb != walk_.leaves.end() && tb->second.is_auto) {
-    std::optional<int64_t> micro = resolved_int(keys[1], args_.micro_batch_per_gpu,
-                                                defaults_.micro_batch_per_gpu);
+    std::optional<int64_t> micro =
+        resolved_int(keys[1], args_.micro_batch_per_gpu, defaults_.micro_batch_per_gpu);
     std::optional<int64_t> gas = resolved_int(keys[2], args_.gradient_accumulation_steps,
                                               defaults_.gradient_accumulation_steps);
     if (micro && gas && !__builtin_mul_overflow(*micro, *gas, &product) &&

@@ -269,7 +269,7 @@ void add_bf16_keys(std::vector<KeySpec>& out) {
   // fp16 keys copied into bf16 sections (older DeepSpeed read bf16 with
   // dict.get and ignored them): accepted, ignored, warned about (rules.cc).
   constexpr std::string_view kIgnored[] = {
-      "bf16.loss_scale", "bf16.initial_scale_power",      "bf16.loss_scale_window",
+      "bf16.loss_scale", "bf16.initial_scale_power",    "bf16.loss_scale_window",
       "bf16.hysteresis", "bf16.consecutive_hysteresis", "bf16.min_loss_scale",
       "bf16.auto_cast"};
   for (std::string_view path : kIgnored)

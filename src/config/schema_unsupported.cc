@@ -114,7 +114,9 @@ void add_unsupported_sections(std::vector<KeySpec>& out) {
        .support = kInert,
        .warn = kNoRecompute,
        .help = "Time checkpointing."},
-      {.path = "aio", .type = kSection, .help = "Async I/O for NVMe offload; accepted and unused (NVMe offload is not "
+      {.path = "aio",
+       .type = kSection,
+       .help = "Async I/O for NVMe offload; accepted and unused (NVMe offload is not "
                "supported)."},
       {.path = "aio.block_size",
        .type = kInt,

@@ -253,14 +253,15 @@ class Walker {
   // they look like a known key: then they are a typo that would silently
   // lose a setting, and an error. Sections DeepSpeed validates refuse them.
   void unknown_key(const std::string& prefix, const std::string& name, const std::string& shown) {
-    static const std::set<std::string> kTolerant = {"",           "aio", "activation_checkpointing",
-                                                    "checkpoint", "data_types", "timers"};
+    static const std::set<std::string> kTolerant = {
+        "", "aio", "activation_checkpointing", "checkpoint", "data_types", "timers"};
     if (!kTolerant.count(prefix)) return error(shown, unknown_key_message(prefix, name));
     if (name.starts_with("_")) return;
     if (auto hint = known_key_hint(prefix, name))
-      return error(shown, "unknown key '" + name + "' " +
-                              (prefix.empty() ? std::string("at the top level") : "under " + prefix) +
-                              "; " + *hint + " (DeepSpeed would ignore it silently)");
+      return error(
+          shown, "unknown key '" + name + "' " +
+                     (prefix.empty() ? std::string("at the top level") : "under " + prefix) + "; " +
+                     *hint + " (DeepSpeed would ignore it silently)");
     out_.warnings.push_back(
         {shown, "unknown key '" + name + "', ignored (as DeepSpeed ignores it)"});
   }
@@ -303,8 +304,7 @@ class Walker {
   }
 
   void warn_ignored(const KeySpec& spec, const std::string& shown) {
-    if (!spec.warn.empty())
-      out_.warnings.push_back({shown, "ignored: " + std::string(spec.warn)});
+    if (!spec.warn.empty()) out_.warnings.push_back({shown, "ignored: " + std::string(spec.warn)});
   }
 
   void leaf(const KeySpec& spec, const Json& value, const std::string& canon,
@@ -365,10 +365,12 @@ WalkResult walk_document(const Json& doc) {
   // An optimizer or scheduler type zerotrain lacks is refused by name; its
   // params are that type's, so Adam's key list says nothing useful there.
   for (const char* section : {"optimizer", "scheduler"}) {
-    const std::string type = std::string(section) + ".type", params = std::string(section) + ".params.";
-    const bool refused = std::any_of(out.errors.begin(), out.errors.end(), [&](const ConfigError& e) {
-      return e.path == type && e.message.find("does not support yet") != std::string::npos;
-    });
+    const std::string type = std::string(section) + ".type",
+                      params = std::string(section) + ".params.";
+    const bool refused =
+        std::any_of(out.errors.begin(), out.errors.end(), [&](const ConfigError& e) {
+          return e.path == type && e.message.find("does not support yet") != std::string::npos;
+        });
     if (!refused) continue;
     std::erase_if(out.errors, [&](const ConfigError& e) {
       return e.path.starts_with(params) && e.message.starts_with("unknown key");

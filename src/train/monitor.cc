@@ -19,8 +19,8 @@ std::string python_float(double v) {
   // ".0". (Strings are appended stepwise: GCC 12's -Wrestrict misfires on
   // "literal" + std::string.)
   char buf[64];
-  auto [end, ec] = std::to_chars(buf, buf + sizeof(buf), std::fabs(v),
-                                 std::chars_format::scientific);
+  auto [end, ec] =
+      std::to_chars(buf, buf + sizeof(buf), std::fabs(v), std::chars_format::scientific);
   const std::string sci(buf, end);
   const size_t e = sci.find('e');
   std::string digits;
@@ -61,8 +61,7 @@ StatusOr<std::unique_ptr<CsvMonitor>> CsvMonitor::create(const config::MonitorCo
   std::filesystem::path dir = std::filesystem::path(cfg.output_path) / cfg.job_name;
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
-  if (ec)
-    return io_error("csv_monitor: cannot create " + dir.string() + ": " + ec.message());
+  if (ec) return io_error("csv_monitor: cannot create " + dir.string() + ": " + ec.message());
   return std::unique_ptr<CsvMonitor>(new CsvMonitor(dir.string()));
 }
 

@@ -190,8 +190,8 @@ Status Run::write_monitors(int64_t step, double loss, double seconds) {
   events.push_back({"Train/Samples/model_tflops", flops * 1e-12, samples});
   ZT_ASSIGN_OR_RETURN(const double peak, env::get_double("ZEROTRAIN_PEAK_TFLOPS", 0));
   if (peak > 0) events.push_back({"Train/Samples/mfu", flops * 1e-12 / peak, samples});
-  events.push_back(
-      {"Train/Samples/device_memory_bytes", static_cast<double>(mem.device_usage.total()), samples});
+  events.push_back({"Train/Samples/device_memory_bytes",
+                    static_cast<double>(mem.device_usage.total()), samples});
   events.push_back({"Train/Samples/device_memory_peak_bytes",
                     static_cast<double>(mem.device_usage.peak), samples});
   events.push_back({"Train/Samples/host_rss_bytes", static_cast<double>(rss_bytes()), samples});
@@ -201,7 +201,8 @@ Status Run::write_monitors(int64_t step, double loss, double seconds) {
 void Run::print_start() {
   const engine::MemoryReport mem = engine_->memory();
   out_ << "[zerotrain] environment: " << env::describe() << "\n";
-  for (const std::string& w : s_.cfg.warnings) out_ << "[zerotrain] ds_config warning: " << w << "\n";
+  for (const std::string& w : s_.cfg.warnings)
+    out_ << "[zerotrain] ds_config warning: " << w << "\n";
   out_ << "[zerotrain] effective ds_config"
        << (o_.deepspeed_config.empty() ? " (embedded default)" : " (" + o_.deepspeed_config + ")")
        << ":\n"

@@ -44,9 +44,9 @@ struct TrainOptions {
   uint64_t seed = 1234;            // init and data order
   // Optimizer steps; unset: scheduler.total_num_steps, else the default.
   std::optional<int64_t> steps;
-  // Trainer arguments ("auto" sources). Unset means "not given": with the
-  // embedded config the trainer's defaults fill them, with a user config
-  // they stay unset (an "auto" that needs one is then an error).
+  // Trainer arguments ("auto" sources). Unset means "not given": an "auto"
+  // then takes the trainer's default (default_trainer_args), and explicit
+  // config values are not compared with it.
   std::optional<double> lr, weight_decay, max_grad_norm, eps;
   std::optional<std::array<double, 2>> betas;
   std::optional<int64_t> micro_batch, grad_accum, warmup_steps;

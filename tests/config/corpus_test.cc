@@ -46,51 +46,79 @@ const std::map<std::string, std::vector<Refusal>>& expected() {
       {"hiyouga__LLaMA-Factory__examples__deepspeed__ds_z1_config_gaudi.json", {}},
       {"hiyouga__LLaMA-Factory__examples__deepspeed__ds_z2_config.json", {}},
       {"hiyouga__LLaMA-Factory__examples__deepspeed__ds_z3_partial_offload_config.json", {}},
-      {"huggingface__accelerate__examples__deepspeed_config_templates__zero_stage1_config.json", {}},
-      {"huggingface__accelerate__examples__deepspeed_config_templates__zero_stage3_offload_config.json", {}},
+      {"huggingface__accelerate__examples__deepspeed_config_templates__zero_stage1_config.json",
+       {}},
+      {"huggingface__accelerate__examples__deepspeed_config_templates__zero_stage3_offload_config."
+       "json",
+       {}},
       {"huggingface__transformers__tests__deepspeed__ds_config_zero2.json", {}},
       {"huggingface__transformers__tests__deepspeed__ds_config_zero3.json", {}},
       {"lm-sys__FastChat__playground__deepspeed_config_s2.json", {}},
-      {"microsoft__DeepSpeedExamples__bing_bert__deepspeed_bsz4k_progressive_layer_drop_config_seq128.json", {}},
+      {"microsoft__DeepSpeedExamples__bing_bert__deepspeed_bsz4k_progressive_layer_drop_config_"
+       "seq128.json",
+       {}},
       {"microsoft__DeepSpeedExamples__training__imagenet__config__ds_fp16_z1_config.json", {}},
       {"microsoft__DeepSpeed__deepspeed__autotuning__config_templates__template_zero3.json", {}},
       {"microsoft__DeepSpeed__tests__model__Megatron_GPT2__ds_config_func_scheduler.json", {}},
       {"microsoft__DeepSpeed__tests__torch_compile__ds_config.json", {}},
-      {"microsoft__Megatron-DeepSpeed__examples__MoE__ds_config_gpt3-0.125B-tokendropping-graduallyIncrease-lr-3.0e-4.json", {}},
+      {"microsoft__Megatron-DeepSpeed__examples__MoE__ds_config_gpt3-0.125B-tokendropping-"
+       "graduallyIncrease-lr-3.0e-4.json",
+       {}},
       {"tatsu-lab__stanford_alpaca__configs__default_offload_opt_param.json", {}},
-      // The comms logger (not yet) and node-local checkpoint storage (zerotrain needs a directory all ranks share).
+      // The comms logger (not yet) and node-local checkpoint storage (zerotrain needs a directory
+      // all ranks share).
       {"catid__lllm__deepspeed_config.json",
-       {{"comms_logger", "'comms_logger' is a DeepSpeed option zerotrain does not support yet"}, {"checkpoint.use_node_local_storage", "'use_node_local_storage' is a DeepSpeed option zerotrain does not support yet"}}},
+       {{"comms_logger", "'comms_logger' is a DeepSpeed option zerotrain does not support yet"},
+        {"checkpoint.use_node_local_storage",
+         "'use_node_local_storage' is a DeepSpeed option zerotrain does not support yet"}}},
       // Ulysses sequence parallelism.
       {"hiyouga__LLaMA-Factory__examples__deepspeed__ds_z3_alst_config.json",
-       {{"sequence_parallel", "'sequence_parallel' is a DeepSpeed option zerotrain does not support yet"}}},
+       {{"sequence_parallel",
+         "'sequence_parallel' is a DeepSpeed option zerotrain does not support yet"}}},
       // Fp8 training.
       {"hiyouga__LLaMA-Factory__examples__deepspeed__ds_z3_fp8_config.json",
        {{"fp8", "'fp8' is a DeepSpeed option zerotrain does not support yet"}}},
       // ZeRO++ quantized gradients.
       {"hiyouga__LLaMA-Factory__examples__deepspeed__hparam_sweep__ds_z3_e9_quant_grads.json",
-       {{"zero_optimization.zero_quantized_gradients", "'zero_quantized_gradients' is a DeepSpeed option zerotrain does not support yet"}}},
+       {{"zero_optimization.zero_quantized_gradients",
+         "'zero_quantized_gradients' is a DeepSpeed option zerotrain does not support yet"}}},
       // A template: a script substitutes its CONFIG_CL_MIN placeholders before use.
-      {"microsoft__DeepSpeedExamples__Megatron-LM-v1.1.5-ZeRO3__curriculum_learning__ds_zero_stage_2_config_curriculum_fixed_linear.json",
+      {"microsoft__DeepSpeedExamples__Megatron-LM-v1.1.5-ZeRO3__curriculum_learning__ds_zero_stage_"
+       "2_config_curriculum_fixed_linear.json",
        {{"", "JSON syntax error at line 34"}}},
       // A real typo (DeepSpeed's pydantic model refuses it too) and NVMe offload.
-      {"microsoft__DeepSpeedExamples__Megatron-LM-v1.1.5-ZeRO3__examples__ds_zero_stage_infinity_config.json",
-       {{"zero_optimization.stage3_param_persitance_threshold", "did you mean 'stage3_param_persistence_threshold'?"}, {"zero_optimization.offload_optimizer.device", "'nvme' is a DeepSpeed option zerotrain does not support yet"}, {"zero_optimization.offload_optimizer.nvme_path", "'nvme_path' is a DeepSpeed option zerotrain does not support yet"}, {"zero_optimization.offload_param.device", "'nvme' is a DeepSpeed option zerotrain does not support yet"}, {"zero_optimization.offload_param.nvme_path", "'nvme_path' is a DeepSpeed option zerotrain does not support yet"}}},
+      {"microsoft__DeepSpeedExamples__Megatron-LM-v1.1.5-ZeRO3__examples__ds_zero_stage_infinity_"
+       "config.json",
+       {{"zero_optimization.stage3_param_persitance_threshold",
+         "did you mean 'stage3_param_persistence_threshold'?"},
+        {"zero_optimization.offload_optimizer.device",
+         "'nvme' is a DeepSpeed option zerotrain does not support yet"},
+        {"zero_optimization.offload_optimizer.nvme_path",
+         "'nvme_path' is a DeepSpeed option zerotrain does not support yet"},
+        {"zero_optimization.offload_param.device",
+         "'nvme' is a DeepSpeed option zerotrain does not support yet"},
+        {"zero_optimization.offload_param.nvme_path",
+         "'nvme_path' is a DeepSpeed option zerotrain does not support yet"}}},
       // MoQ quantized training.
       {"microsoft__DeepSpeedExamples__MoQ__test.json",
-       {{"quantize_training", "'quantize_training' is a DeepSpeed option zerotrain does not support yet"}}},
+       {{"quantize_training",
+         "'quantize_training' is a DeepSpeed option zerotrain does not support yet"}}},
       // The autotuner.
       {"microsoft__DeepSpeedExamples__autotuning__hf__dsconfigs__ds_config_tune.json",
        {{"autotuning", "'autotuning' is a DeepSpeed option zerotrain does not support yet"}}},
       // Compression training.
       {"microsoft__DeepSpeedExamples__compression__gpt2__config__ds_config_W8A8_Qgroup64_fp16.json",
-       {{"compression_training", "'compression_training' is a DeepSpeed option zerotrain does not support yet"}}},
+       {{"compression_training",
+         "'compression_training' is a DeepSpeed option zerotrain does not support yet"}}},
       // The 1-bit LAMB optimizer (its params are not checked against Adam's).
-      {"microsoft__DeepSpeedExamples__training__bing_bert__1-bit_lamb__nccl__deepspeed_bsz64k_onebitlamb_config_seq128_nccl.json",
+      {"microsoft__DeepSpeedExamples__training__bing_bert__1-bit_lamb__nccl__deepspeed_bsz64k_"
+       "onebitlamb_config_seq128_nccl.json",
        {{"optimizer.type", "'OneBitLamb' is a DeepSpeed option zerotrain does not support yet"}}},
       // TensorBoard (not yet) and the eigenvalue monitor.
-      {"microsoft__DeepSpeed__tests__model__BingBertSquad__deepspeed_bsz24_fp16_eigenvalue_quantize_config.json",
-       {{"tensorboard", "'tensorboard' is a DeepSpeed option zerotrain does not support yet"}, {"eigenvalue", "'eigenvalue' is a DeepSpeed option zerotrain does not support yet"}}},
+      {"microsoft__DeepSpeed__tests__model__BingBertSquad__deepspeed_bsz24_fp16_eigenvalue_"
+       "quantize_config.json",
+       {{"tensorboard", "'tensorboard' is a DeepSpeed option zerotrain does not support yet"},
+        {"eigenvalue", "'eigenvalue' is a DeepSpeed option zerotrain does not support yet"}}},
   };
   return kExpected;
 }

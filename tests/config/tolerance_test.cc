@@ -12,8 +12,8 @@
 namespace zerotrain::config {
 namespace {
 
-using ::testing::HasSubstr;
 using testing::error_at;
+using ::testing::HasSubstr;
 using testing::parse;
 
 std::string warnings_of(const ParseResult& r) {
@@ -135,8 +135,8 @@ TEST(ConfigTolerance, DefaultsAreNeverComparedWithExplicitValues) {
 TEST(ConfigTolerance, NoBatchKeyTakesTheTrainersMicroBatch) {
   TrainerArgs given;
   given.world_size = 2;
-  ParseResult r = parse_config_detailed(R"({"zero_optimization": {"stage": 2}})", given,
-                                        defaults());
+  ParseResult r =
+      parse_config_detailed(R"({"zero_optimization": {"stage": 2}})", given, defaults());
   ASSERT_TRUE(r.config) << r.status().to_string();
   EXPECT_EQ(r.config->batch.train_micro_batch_size_per_gpu, 8);
   EXPECT_EQ(r.config->batch.train_batch_size, 16);
@@ -150,8 +150,8 @@ TEST(ConfigTolerance, NoBatchKeyTakesTheTrainersMicroBatch) {
 TEST(ConfigTolerance, NoOptimizerOrSchedulerSectionTakesTheTrainersAsHfDoes) {
   TrainerArgs given;
   given.lr = 5e-4;
-  ParseResult r = parse_config_detailed(R"({"train_micro_batch_size_per_gpu": 4})", given,
-                                        defaults());
+  ParseResult r =
+      parse_config_detailed(R"({"train_micro_batch_size_per_gpu": 4})", given, defaults());
   ASSERT_TRUE(r.config) << r.status().to_string();
   const Config& c = *r.config;
   EXPECT_EQ(c.optimizer.type, OptimizerType::kAdamW);
@@ -162,12 +162,12 @@ TEST(ConfigTolerance, NoOptimizerOrSchedulerSectionTakesTheTrainersAsHfDoes) {
   EXPECT_EQ(c.scheduler.warmup_num_steps, 30);
   EXPECT_EQ(c.scheduler.total_num_steps, 300);
   EXPECT_EQ(c.scheduler.warmup_type, WarmupType::kLinear);
-  EXPECT_EQ(c.auto_sources.at("optimizer.params.lr"),
-            "the trainer's AdamW (no optimizer section)");
+  EXPECT_EQ(c.auto_sources.at("optimizer.params.lr"), "the trainer's AdamW (no optimizer section)");
   // A section the config has is the config's; without a trainer there is
   // nothing to supply (the engine then asks for an optimizer section).
   ParseResult own = parse_config_detailed(R"({"train_micro_batch_size_per_gpu": 4,
-      "scheduler": {"type": "WarmupLR", "params": {"warmup_num_steps": 5}}})", given, defaults());
+      "scheduler": {"type": "WarmupLR", "params": {"warmup_num_steps": 5}}})",
+                                          given, defaults());
   ASSERT_TRUE(own.config) << own.status().to_string();
   EXPECT_EQ(own.config->scheduler.type, SchedulerType::kWarmupLR);
   EXPECT_EQ(own.config->scheduler.warmup_num_steps, 5);
@@ -182,7 +182,8 @@ TEST(ConfigTolerance, ZeroSizesMeanOneTensorEachAsInDeepSpeed) {
   EXPECT_EQ(r.config->zero.sub_group_size, 0);
   EXPECT_EQ(r.config->zero.reduce_bucket_size, 0);
   EXPECT_THAT(error_at(parse(R"({"train_batch_size": 8,
-      "zero_optimization": {"sub_group_size": -1}})"), "zero_optimization.sub_group_size"),
+      "zero_optimization": {"sub_group_size": -1}})"),
+                       "zero_optimization.sub_group_size"),
               HasSubstr("must be >= 0"));
 }
 

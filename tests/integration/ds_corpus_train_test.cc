@@ -53,7 +53,8 @@ TEST(DsConfigCorpusTraining, EveryAcceptedConfigTrainsThreeStepsAtTwoRanks) {
     ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
     EXPECT_NE(r.out.find("[zerotrain] done: 3 steps"), std::string::npos) << r.out;
     EXPECT_EQ(printed_effective_config(r.out) + "\n", check.out);
-    static const std::regex kLoss(R"(\[zerotrain\] done: 3 steps .*\| loss ([0-9.]+) -> ([0-9.]+))");
+    static const std::regex kLoss(
+        R"(\[zerotrain\] done: 3 steps .*\| loss ([0-9.]+) -> ([0-9.]+))");
     std::smatch m;
     ASSERT_TRUE(std::regex_search(r.out, m, kLoss)) << r.out;
     EXPECT_TRUE(std::isfinite(std::stod(m[1])) && std::isfinite(std::stod(m[2]))) << r.out;

@@ -69,7 +69,8 @@ std::vector<std::pair<int64_t, double>> read_csv(const std::string& path, std::s
       continue;
     }
     const size_t comma = line.find(',');
-    rows.emplace_back(std::stoll(line.substr(0, comma)), std::strtod(line.c_str() + comma + 1, nullptr));
+    rows.emplace_back(std::stoll(line.substr(0, comma)),
+                      std::strtod(line.c_str() + comma + 1, nullptr));
   }
   return rows;
 }
@@ -77,16 +78,21 @@ std::vector<std::pair<int64_t, double>> read_csv(const std::string& path, std::s
 TEST(CsvMonitor, TrainerWritesDeepSpeedsLayoutWithTheRunsValues) {
   testing::TempDir dir;
   const std::string cfg_path = dir.file("ds.json");
-  std::ofstream(cfg_path) << R"({"train_micro_batch_size_per_gpu": 4, "gradient_accumulation_steps": 2,
+  std::ofstream(cfg_path)
+      << R"({"train_micro_batch_size_per_gpu": 4, "gradient_accumulation_steps": 2,
     "fp16": {"enabled": true, "initial_scale_power": 8},
     "optimizer": {"type": "AdamW", "params": {"lr": 1e-3}},
     "scheduler": {"type": "WarmupLR", "params": {"warmup_num_steps": 3}},
     "csv_monitor": {"enabled": true, "output_path": ")"
-                              << dir.file("logs") << R"(", "job_name": "tiny"}})";
+      << dir.file("logs") << R"(", "job_name": "tiny"}})";
   const std::string metrics = dir.file("metrics.jsonl");
   TrainOptions o;
-  o.model_config = model::gpt2::to_json(
-      {.n_layer = 1, .n_head = 2, .n_embd = 32, .seq_len = 16, .vocab_size = 256, .padded_vocab = 256});
+  o.model_config = model::gpt2::to_json({.n_layer = 1,
+                                         .n_head = 2,
+                                         .n_embd = 32,
+                                         .seq_len = 16,
+                                         .vocab_size = 256,
+                                         .padded_vocab = 256});
   o.deepspeed_config = cfg_path;
   o.steps = 4;
   o.corpus_bytes = 20000;

@@ -116,8 +116,7 @@ TEST(TrainerCli, RefusesFeaturesNotImplementedAndBadFlags) {
                        std::chrono::seconds(30));
   EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
   EXPECT_NE(r.err.find("does not support yet"), std::string::npos) << r.err;
-  EXPECT_NE(r.err.find("zero_optimization.zero_quantized_gradients"), std::string::npos)
-      << r.err;
+  EXPECT_NE(r.err.find("zero_optimization.zero_quantized_gradients"), std::string::npos) << r.err;
   // One that changes only memory (activation partitioning) trains, and the
   // log says it was ignored.
   std::ofstream(dir.file("ac.json"))
