@@ -2,7 +2,10 @@
 // thread, Work handles, byte counters, and options from the environment.
 #include "comm/communicator.h"
 
+#include <algorithm>
+
 #include "core/env.h"
+#include "core/log.h"
 #include "device/device.h"
 
 namespace zerotrain::comm {
@@ -145,16 +148,41 @@ void Communicator::thread_main() {
         continue;
       }
     }
+    const auto t0 = std::chrono::steady_clock::now();
     Status status = task.run();
+    const double ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     {
       std::lock_guard<std::mutex> lock(counters_mu_);
       counters_.op(task.type).calls++;
+      if (status.ok()) log_op(task, ms);
     }
     task.work->complete(std::move(status));
   }
 }
 
-WorkPtr Communicator::enqueue(OpType type, std::function<Status()> run) {
+void Communicator::log_op(const Task& task, double ms) {
+  if (!op_log_) return;
+  if (!logged_ops_.empty() &&
+      std::find(logged_ops_.begin(), logged_ops_.end(), task.type) == logged_ops_.end())
+    return;
+  op_log_->add(task.type, task.msg_bytes, ms);
+  if (log_verbose_ && rank_ == 0) log::info(op_log_->line(rank_, task.type, task.msg_bytes, ms));
+}
+
+void Communicator::enable_op_log(std::vector<OpType> ops, bool verbose) {
+  std::lock_guard<std::mutex> lock(counters_mu_);
+  op_log_.emplace(world_size_);
+  logged_ops_ = std::move(ops);
+  log_verbose_ = verbose;
+}
+
+std::optional<OpLog> Communicator::op_log() const {
+  std::lock_guard<std::mutex> lock(counters_mu_);
+  return op_log_;
+}
+
+WorkPtr Communicator::enqueue(OpType type, uint64_t msg_bytes, std::function<Status()> run) {
   auto work = std::make_shared<Work>();
   {
     std::lock_guard<std::mutex> lock(queue_mu_);
@@ -162,7 +190,7 @@ WorkPtr Communicator::enqueue(OpType type, std::function<Status()> run) {
       work->complete(unavailable("communicator is shut down"));
       return work;
     }
-    queue_.push_back(Task{type, std::move(run), work});
+    queue_.push_back(Task{type, std::move(run), work, msg_bytes});
   }
   queue_cv_.notify_one();
   return work;
@@ -177,7 +205,8 @@ WorkPtr Communicator::failed(Status status) {
 WorkPtr Communicator::allreduce_async(std::span<std::byte> data, DType dtype, ReduceOp op) {
   Status st = check_elements("allreduce", data.size(), dtype);
   if (!st.ok()) return failed(st);
-  return enqueue(OpType::kAllreduce, [=, this] { return do_allreduce(data, dtype, op); });
+  return enqueue(OpType::kAllreduce, data.size(),
+                 [=, this] { return do_allreduce(data, dtype, op); });
 }
 
 WorkPtr Communicator::reduce_scatter_async(std::span<const std::byte> input,
@@ -194,7 +223,7 @@ WorkPtr Communicator::reduce_scatter_async(std::span<const std::byte> input,
   if (output.data() != own && overlaps(input.data(), input.size(), output.data(), output.size()))
     return failed(
         invalid_argument("reduce_scatter: output overlaps input other than as this rank's chunk"));
-  return enqueue(OpType::kReduceScatter,
+  return enqueue(OpType::kReduceScatter, output.size(),
                  [=, this] { return do_reduce_scatter(input, output, dtype, op); });
 }
 
@@ -209,18 +238,19 @@ WorkPtr Communicator::allgather_async(std::span<const std::byte> input,
   if (input.data() != own && overlaps(input.data(), input.size(), output.data(), output.size()))
     return failed(
         invalid_argument("allgather: input overlaps output other than as this rank's chunk"));
-  return enqueue(OpType::kAllgather, [=, this] { return do_allgather(input, output); });
+  return enqueue(OpType::kAllgather, input.size(),
+                 [=, this] { return do_allgather(input, output); });
 }
 
 WorkPtr Communicator::broadcast_async(std::span<std::byte> data, int root) {
   if (root < 0 || root >= world_size_)
     return failed(invalid_argument("broadcast: root " + std::to_string(root) +
                                    " is not a rank of world size " + std::to_string(world_size_)));
-  return enqueue(OpType::kBroadcast, [=, this] { return do_broadcast(data, root); });
+  return enqueue(OpType::kBroadcast, data.size(), [=, this] { return do_broadcast(data, root); });
 }
 
 WorkPtr Communicator::barrier_async() {
-  return enqueue(OpType::kBarrier, [this] { return do_barrier(); });
+  return enqueue(OpType::kBarrier, 0, [this] { return do_barrier(); });
 }
 
 Status Communicator::allreduce(std::span<std::byte> data, DType dtype, ReduceOp op) {

@@ -60,6 +60,7 @@
 #include <string>
 #include <thread>
 
+#include "comm/op_log.h"
 #include "comm/store/store.h"
 #include "comm/types.h"
 #include "core/status.h"
@@ -179,6 +180,12 @@ class Communicator {
   CommCounters counters() const;
   void reset_counters();
 
+  // The comms logger: from now on, time every collective whose kind is in
+  // `ops` (all when empty) on the communication thread; `verbose` also logs
+  // a line per op. op_log() is a snapshot.
+  void enable_op_log(std::vector<OpType> ops, bool verbose);
+  std::optional<OpLog> op_log() const;
+
  protected:
   Communicator(int rank, int world_size, std::chrono::milliseconds timeout);
 
@@ -203,8 +210,10 @@ class Communicator {
     OpType type;
     std::function<Status()> run;
     WorkPtr work;
+    uint64_t msg_bytes = 0;  // as the comms logger records it (op_log.h)
   };
-  WorkPtr enqueue(OpType type, std::function<Status()> run);
+  WorkPtr enqueue(OpType type, uint64_t msg_bytes, std::function<Status()> run);
+  void log_op(const Task& task, double ms);
   static WorkPtr failed(Status status);
   void thread_main();
 
@@ -214,6 +223,9 @@ class Communicator {
 
   mutable std::mutex counters_mu_;
   CommCounters counters_;
+  std::optional<OpLog> op_log_;  // guarded by counters_mu_
+  std::vector<OpType> logged_ops_;
+  bool log_verbose_ = false;
 
   std::mutex queue_mu_;
   std::condition_variable queue_cv_;

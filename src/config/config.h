@@ -163,6 +163,15 @@ struct MonitorConfig {
   std::string job_name = "DeepSpeedJobName";
 };
 
+// The comms logger: time every collective (or those in prof_ops when
+// prof_all is off) and print DeepSpeed's summary table.
+struct CommsLoggerConfig {
+  bool enabled = false;
+  bool verbose = false;  // a line per op as it completes (rank 0)
+  bool prof_all = true;
+  std::vector<std::string> prof_ops;  // DeepSpeed op names, e.g. "all_reduce"
+};
+
 struct CheckpointConfig {
   TagValidation tag_validation = TagValidation::kWarn;
   bool use_node_local_storage = false;
@@ -177,6 +186,7 @@ struct Config {
   ZeroConfig zero;
   CheckpointConfig checkpoint;
   MonitorConfig csv_monitor;
+  CommsLoggerConfig comms_logger;
 
   double gradient_clipping = 1.0;          // global L2 norm; 0 disables
   std::optional<int64_t> steps_per_print;  // unset: no periodic progress line

@@ -96,6 +96,8 @@ std::string_view type_name(ValueType type) {
       return "string";
     case ValueType::kFloatPair:
       return "[number, number]";
+    case ValueType::kStringList:
+      return "[string, ...]";
     case ValueType::kSection:
       return "object";
     case ValueType::kOpaque:

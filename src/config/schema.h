@@ -26,10 +26,11 @@ enum class ValueType {
   kBool,
   kInt,
   kFloat,
-  kString,     // an enum when `choices` is set
-  kFloatPair,  // [a, b], e.g. betas
-  kSection,    // an object whose keys are declared below it
-  kOpaque,     // a section zerotrain does not implement (see `gate`)
+  kString,      // an enum when `choices` is set
+  kFloatPair,   // [a, b], e.g. betas
+  kStringList,  // ["a", "b"]; each one of `choices` when set
+  kSection,     // an object whose keys are declared below it
+  kOpaque,      // a section zerotrain does not implement (see `gate`)
 };
 
 enum class Support {

@@ -23,7 +23,6 @@ void add_unsupported_sections(std::vector<KeySpec>& out) {
                                          "torch_autocast",
                                          "flops_profiler",
                                          "tensorboard",
-                                         "comms_logger",
                                          "hybrid_engine",
                                          "curriculum_learning",
                                          "data_efficiency",

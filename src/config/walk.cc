@@ -29,7 +29,8 @@ std::string describe(const Json& v) {
 // level, optimizer/scheduler params) an "auto" reaches DeepSpeed as a string
 // and fails, so zerotrain refuses it unless a trainer argument resolves it.
 bool in_validated_section(std::string_view path) {
-  for (std::string_view s : {"zero_optimization.", "fp16.", "bf16.", "csv_monitor."})
+  for (std::string_view s :
+       {"zero_optimization.", "fp16.", "bf16.", "csv_monitor.", "comms_logger."})
     if (path.substr(0, s.size()) == s) return true;
   return false;
 }
@@ -188,6 +189,26 @@ std::optional<Json> normalize_leaf(const KeySpec& spec, const Json& v, std::stri
       return std::nullopt;
     case ValueType::kFloatPair:
       return normalize_pair(spec, v, error);
+    case ValueType::kStringList: {
+      if (!v.is_array()) {
+        *error = "expected a list of strings, got " + describe(v);
+        return std::nullopt;
+      }
+      Json out = Json::array();
+      for (const Json& item : v) {
+        if (!spec.choices.empty()) {
+          auto c = normalize_choice(spec, item, error);
+          if (!c) return std::nullopt;
+          out.push_back(*c);
+        } else if (item.is_string()) {
+          out.push_back(item);
+        } else {
+          *error = "expected a list of strings, got " + describe(v);
+          return std::nullopt;
+        }
+      }
+      return out;
+    }
     case ValueType::kSection:
     case ValueType::kOpaque:
       break;

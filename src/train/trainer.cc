@@ -48,6 +48,7 @@ class Run {
   Status resume();
   Status save(int64_t step);
   void write_metrics(int64_t step, double loss);
+  void enable_comms_logger();
   Status write_monitors(int64_t step, double loss, double seconds);
   StatusOr<double> validate();
   void print_start();
@@ -98,6 +99,7 @@ Status Run::init() {
     ZT_RETURN_IF_ERROR(device::copy_from_host(
         host.data(), Tensor(model_->parameters(), DType::kFloat32, host.size(), &device)));
   }
+  if (s_.cfg.comms_logger.enabled) enable_comms_logger();
   engine::EngineOptions eo;
   if (o_.threads > 0) {
     omp_set_num_threads(o_.threads);
@@ -170,6 +172,27 @@ void Run::write_metrics(int64_t step, double loss) {
                 static_cast<long long>(step), loss, info.lr, info.loss_scale,
                 std::isfinite(info.grad_norm) ? info.grad_norm : -1.0, info.skipped ? "true" : "false");
   *metrics_ << buf << std::flush;
+}
+
+// From here on the communicator times its collectives (the engine's first
+// broadcast included, as DeepSpeed logs its own); the summary is printed
+// after the last step.
+void Run::enable_comms_logger() {
+  const config::CommsLoggerConfig& c = s_.cfg.comms_logger;
+  std::vector<comm::OpType> ops;
+  if (!c.prof_all) {
+    for (const std::string& name : c.prof_ops) {
+      for (int t = 0; t < comm::kNumOpTypes; ++t) {
+        const auto type = static_cast<comm::OpType>(t);
+        const std::string ds = comm::deepspeed_op_name(type);
+        if (name == ds || name == ds + "_tensor" || name == ds + "_into_tensor")
+          ops.push_back(type);
+      }
+    }
+    // prof_all off and nothing listed: DeepSpeed times nothing.
+    if (ops.empty()) return;
+  }
+  comm_.enable_op_log(std::move(ops), c.verbose);
 }
 
 // DeepSpeed's monitor events (train_loss, lr, and loss_scale under fp16),
@@ -333,6 +356,8 @@ StatusOr<TrainSummary> Run::loop() {
       out_ << buf;
     }
     out_ << "\n" << format_device_peak(engine_->memory()) << std::flush;
+    if (const std::optional<comm::OpLog> log = comm_.op_log())
+      out_ << "[zerotrain] comms logger (rank 0):\n" << log->summary() << std::flush;
   }
   summary_.device_peak_bytes = engine_->memory().device_usage.peak;
   return summary_;

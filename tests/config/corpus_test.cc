@@ -65,17 +65,15 @@ const std::map<std::string, std::vector<Refusal>>& expected() {
        "graduallyIncrease-lr-3.0e-4.json",
        {}},
       {"tatsu-lab__stanford_alpaca__configs__default_offload_opt_param.json", {}},
-      // The comms logger (not yet) and node-local checkpoint storage (zerotrain needs a directory
-      // all ranks share).
+      // Node-local checkpoint storage (zerotrain needs a directory all ranks share).
       {"catid__lllm__deepspeed_config.json",
-       {{"comms_logger", "'comms_logger' is a DeepSpeed option zerotrain does not support yet"},
-        {"checkpoint.use_node_local_storage",
+       {{"checkpoint.use_node_local_storage",
          "'use_node_local_storage' is a DeepSpeed option zerotrain does not support yet"}}},
       // Ulysses sequence parallelism.
       {"hiyouga__LLaMA-Factory__examples__deepspeed__ds_z3_alst_config.json",
        {{"sequence_parallel",
          "'sequence_parallel' is a DeepSpeed option zerotrain does not support yet"}}},
-      // Fp8 training.
+      // fp8 training.
       {"hiyouga__LLaMA-Factory__examples__deepspeed__ds_z3_fp8_config.json",
        {{"fp8", "'fp8' is a DeepSpeed option zerotrain does not support yet"}}},
       // ZeRO++ quantized gradients.

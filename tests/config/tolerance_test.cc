@@ -207,5 +207,16 @@ TEST(ConfigTolerance, IgnoredKeysWarnAndLackingFeaturesAreRefusedByName) {
   EXPECT_EQ(refused.errors.size(), 2u) << refused.status().to_string();
 }
 
+TEST(ConfigTolerance, CommsLoggerOpsAreDeepSpeedsNames) {
+  Config c = testing::parse_ok(R"({"train_batch_size": 8, "comms_logger": {"enabled": true,
+      "prof_all": false, "prof_ops": ["all_reduce", "all_gather_into_tensor"]}})");
+  EXPECT_TRUE(c.comms_logger.enabled);
+  EXPECT_EQ(c.comms_logger.prof_ops,
+            (std::vector<std::string>{"all_reduce", "all_gather_into_tensor"}));
+  ParseResult typo =
+      parse(R"({"train_batch_size": 8, "comms_logger": {"prof_ops": ["all_reduse"]}})");
+  EXPECT_THAT(error_at(typo, "comms_logger.prof_ops"), HasSubstr("did you mean 'all_reduce'?"));
+}
+
 }  // namespace
 }  // namespace zerotrain::config

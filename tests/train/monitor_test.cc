@@ -9,10 +9,12 @@
 #include <cmath>
 #include <cstring>
 #include <fstream>
+#include <map>
 #include <random>
 #include <sstream>
 
 #include "comm/gloo/gloo_communicator.h"
+#include "comm/rank_threads.h"
 #include "model/gpt2/config.h"
 #include "train/test_util.h"
 #include "train/trainer.h"
@@ -153,6 +155,70 @@ TEST(CsvMonitor, TrainerWritesDeepSpeedsLayoutWithTheRunsValues) {
     const auto rows = read_csv(job + f, &header);
     ASSERT_EQ(rows.size(), 4u) << f;
     for (const auto& r : rows) EXPECT_GT(r.second, 0) << f;
+  }
+}
+
+// comms_logger at 2 ranks, stage 2: rank 0 prints DeepSpeed's summary
+// after the last step, and its counts per op are the calls the
+// communicator itself counted over the run (every collective is timed).
+TEST(CommsLogger, TrainerPrintsTheSummaryWithEveryCollective) {
+  testing::TempDir dir;
+  const std::string cfg_path = dir.file("ds.json");
+  std::ofstream(cfg_path) << R"({"train_micro_batch_size_per_gpu": 4,
+    "optimizer": {"type": "AdamW", "params": {"lr": 1e-3}},
+    "zero_optimization": {"stage": 2, "reduce_bucket_size": 20000},
+    "comms_logger": {"enabled": true}})";
+  std::string log0;
+  comm::CommCounters counted;
+  comm::testutil::run_ranks(2, [&](comm::Communicator& c) {
+    TrainOptions o;
+    o.model_config = model::gpt2::to_json({.n_layer = 1,
+                                           .n_head = 2,
+                                           .n_embd = 32,
+                                           .seq_len = 16,
+                                           .vocab_size = 256,
+                                           .padded_vocab = 256});
+    o.deepspeed_config = cfg_path;
+    o.steps = 3;
+    o.corpus_bytes = 20000;
+    o.threads = 1;
+    std::ostringstream log;
+    o.out = &log;
+    o.progress = false;
+    c.reset_counters();
+    StatusOr<TrainSummary> s = train(o, c);
+    ASSERT_TRUE(s.ok()) << s.status().to_string();
+    if (c.rank() == 0) {
+      log0 = log.str();
+      counted = c.counters();
+    }
+  });
+  const size_t at = log0.find("[zerotrain] comms logger (rank 0):\n");
+  ASSERT_NE(at, std::string::npos) << log0;
+  std::istringstream table(log0.substr(at));
+  std::string line, op;
+  std::map<std::string, uint64_t> counts;
+  std::getline(table, line);  // the title
+  std::getline(table, line);  // the column header
+  EXPECT_EQ(line.rfind("Comm. Op", 0), 0u) << line;
+  while (std::getline(table, line) && !line.empty() && line.rfind("[zerotrain]", 0) != 0) {
+    if (line[0] != ' ') {
+      op = line;
+      continue;
+    }
+    std::istringstream row(line);
+    std::string size_value, size_unit;
+    uint64_t count = 0;
+    row >> size_value >> size_unit >> count;
+    counts[op] += count;
+  }
+  EXPECT_GT(counts["reduce_scatter"], 0u) << log0.substr(at);
+  EXPECT_GT(counts["all_gather"], 0u) << log0.substr(at);
+  for (int t = 0; t < comm::kNumOpTypes; ++t) {
+    const auto type = static_cast<comm::OpType>(t);
+    EXPECT_EQ(counts[comm::deepspeed_op_name(type)], counted.op(type).calls)
+        << comm::deepspeed_op_name(type) << "\n"
+        << log0.substr(at);
   }
 }
 
