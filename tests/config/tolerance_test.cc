@@ -8,6 +8,7 @@
 
 #include "config/config.h"
 #include "config/test_util.h"
+#include "train/default_config.h"
 
 namespace zerotrain::config {
 namespace {
@@ -22,23 +23,9 @@ std::string warnings_of(const ParseResult& r) {
   return all;
 }
 
-// The trainer's defaults for every argument (what `zerotrain train` passes).
-TrainerArgs defaults() {
-  TrainerArgs d;
-  d.lr = 2e-3;
-  d.betas = std::array<double, 2>{0.9, 0.95};
-  d.eps = 1e-8;
-  d.weight_decay = 0.01;
-  d.max_grad_norm = 1.0;
-  d.micro_batch_per_gpu = 8;
-  d.gradient_accumulation_steps = 1;
-  d.warmup_steps = 30;
-  d.total_steps = 300;
-  d.hidden_size = 64;
-  d.fp16 = false;
-  d.bf16 = false;
-  return d;
-}
+// The trainer's defaults for every argument, as `zerotrain train` passes
+// them: 300 steps (warmup 30), hidden size 64.
+TrainerArgs defaults() { return train::default_trainer_args(300, 64); }
 
 TEST(ConfigTolerance, UnknownTopLevelKeyIsIgnoredWithAWarning) {
   ParseResult r = parse(R"({"train_batch_size": 8, "monitor_config": {"enabled": true},

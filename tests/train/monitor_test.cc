@@ -77,6 +77,24 @@ std::vector<std::pair<int64_t, double>> read_csv(const std::string& path, std::s
   return rows;
 }
 
+// A 1-layer GPT on the generated corpus, one thread, under `ds_config`.
+TrainOptions tiny_run(const std::string& ds_config, int64_t steps, std::ostream* log) {
+  TrainOptions o;
+  o.model_config = model::gpt2::to_json({.n_layer = 1,
+                                         .n_head = 2,
+                                         .n_embd = 32,
+                                         .seq_len = 16,
+                                         .vocab_size = 256,
+                                         .padded_vocab = 256});
+  o.deepspeed_config = ds_config;
+  o.steps = steps;
+  o.corpus_bytes = 20000;
+  o.threads = 1;
+  o.out = log;
+  o.progress = false;
+  return o;
+}
+
 TEST(CsvMonitor, TrainerWritesDeepSpeedsLayoutWithTheRunsValues) {
   testing::TempDir dir;
   const std::string cfg_path = dir.file("ds.json");
@@ -88,21 +106,9 @@ TEST(CsvMonitor, TrainerWritesDeepSpeedsLayoutWithTheRunsValues) {
     "csv_monitor": {"enabled": true, "output_path": ")"
       << dir.file("logs") << R"(", "job_name": "tiny"}})";
   const std::string metrics = dir.file("metrics.jsonl");
-  TrainOptions o;
-  o.model_config = model::gpt2::to_json({.n_layer = 1,
-                                         .n_head = 2,
-                                         .n_embd = 32,
-                                         .seq_len = 16,
-                                         .vocab_size = 256,
-                                         .padded_vocab = 256});
-  o.deepspeed_config = cfg_path;
-  o.steps = 4;
-  o.corpus_bytes = 20000;
-  o.threads = 1;
-  o.metrics_file = metrics;
   std::ostringstream log;
-  o.out = &log;
-  o.progress = false;
+  TrainOptions o = tiny_run(cfg_path, 4, &log);
+  o.metrics_file = metrics;
   auto c = comm::create_gloo_communicator(comm::CommOptions{});
   ASSERT_TRUE(c.ok()) << c.status().to_string();
   StatusOr<TrainSummary> s = train(o, **c);
@@ -171,20 +177,8 @@ TEST(CommsLogger, TrainerPrintsTheSummaryWithEveryCollective) {
   std::string log0;
   comm::CommCounters counted;
   comm::testutil::run_ranks(2, [&](comm::Communicator& c) {
-    TrainOptions o;
-    o.model_config = model::gpt2::to_json({.n_layer = 1,
-                                           .n_head = 2,
-                                           .n_embd = 32,
-                                           .seq_len = 16,
-                                           .vocab_size = 256,
-                                           .padded_vocab = 256});
-    o.deepspeed_config = cfg_path;
-    o.steps = 3;
-    o.corpus_bytes = 20000;
-    o.threads = 1;
     std::ostringstream log;
-    o.out = &log;
-    o.progress = false;
+    TrainOptions o = tiny_run(cfg_path, 3, &log);
     c.reset_counters();
     StatusOr<TrainSummary> s = train(o, c);
     ASSERT_TRUE(s.ok()) << s.status().to_string();
