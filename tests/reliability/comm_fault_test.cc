@@ -11,9 +11,9 @@
 #include <thread>
 #include <vector>
 
-#include "comm/gloo/checksum.h"
 #include "comm/gloo/gloo_communicator.h"
 #include "comm/store/tcp_store.h"
+#include "core/crc32c.h"
 
 namespace zerotrain::comm {
 namespace {

@@ -6,8 +6,8 @@
 #include <cstring>
 #include <thread>
 
-#include "comm/gloo/checksum.h"
 #include "comm/gloo/ring_run.h"
+#include "core/crc32c.h"
 
 namespace zerotrain::comm {
 namespace {

@@ -1,7 +1,7 @@
-// Wire checksums of ring messages: CRC32C (Castagnoli) and the 3-lane
-// variant the Gloo backend sends alongside every payload message, so a
-// corrupted byte on the wire becomes a Corruption error instead of a wrong
-// result (docs/algorithms.md, "Wire integrity").
+// CRC32C (Castagnoli): the checksum of TFRecord framing (TensorBoard event
+// files), and its 3-lane variant the Gloo backend sends alongside every
+// payload message, so a corrupted byte on the wire becomes a Corruption
+// error instead of a wrong result (docs/algorithms.md, "Wire integrity").
 //
 //   uint32_t c = wire_checksum(data, bytes);  // same value on every rank
 //
@@ -11,7 +11,7 @@
 #include <cstddef>
 #include <cstdint>
 
-namespace zerotrain::comm {
+namespace zerotrain {
 
 // Standard CRC32C (reflected, init and final xor 0xFFFFFFFF):
 // crc32c("123456789") == 0xE3069283. SSE4.2 when the CPU has it.
@@ -28,4 +28,4 @@ uint32_t wire_checksum(const void* data, size_t bytes);
 uint32_t crc32c_portable(const void* data, size_t bytes);
 uint32_t wire_checksum_portable(const void* data, size_t bytes);
 
-}  // namespace zerotrain::comm
+}  // namespace zerotrain

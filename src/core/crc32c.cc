@@ -1,6 +1,6 @@
-// CRC32C and the 3-lane wire checksum (see checksum.h): a table-driven
+// CRC32C and the 3-lane wire checksum (see crc32c.h): a table-driven
 // portable path and an SSE4.2 path that interleaves the three lanes.
-#include "comm/gloo/checksum.h"
+#include "core/crc32c.h"
 
 #include <array>
 #include <bit>
@@ -10,7 +10,7 @@
 #include <nmmintrin.h>
 #endif
 
-namespace zerotrain::comm {
+namespace zerotrain {
 namespace {
 
 constexpr uint32_t kPoly = 0x82F63B78u;  // Castagnoli, reflected
@@ -107,4 +107,4 @@ uint32_t wire_checksum(const void* data, size_t bytes) {
   return wire_checksum_portable(data, bytes);
 }
 
-}  // namespace zerotrain::comm
+}  // namespace zerotrain
