@@ -6,7 +6,7 @@ find_package(GTest REQUIRED)
 include(GoogleTest)
 
 function(zt_add_gtest)
-  cmake_parse_arguments(ARG "RUN_SERIAL" "NAME;TIMEOUT" "SOURCES;LIBS;LABELS" ${ARGN})
+  cmake_parse_arguments(ARG "RUN_SERIAL" "NAME;TIMEOUT" "SOURCES;LIBS;LABELS;FIXTURES" ${ARGN})
   if(NOT ARG_TIMEOUT)
     set(ARG_TIMEOUT 120)
   endif()
@@ -23,6 +23,6 @@ function(zt_add_gtest)
     # RUN_SERIAL: timing assertions that a loaded machine (ctest -j with
     # multi-process tests beside them) could break run alone.
     PROPERTIES LABELS "${ARG_LABELS}" TIMEOUT ${ARG_TIMEOUT} ENVIRONMENT "OMP_WAIT_POLICY=passive"
-               RUN_SERIAL ${ARG_RUN_SERIAL}
+               RUN_SERIAL ${ARG_RUN_SERIAL} FIXTURES_REQUIRED "${ARG_FIXTURES}"
     TEST_PREFIX "${ARG_NAME}.")
 endfunction()

@@ -10,6 +10,7 @@ packages=(
   libomp-dev             # OpenMP runtime for compute threads
   nlohmann-json3-dev     # ds_config parsing
   libcli11-dev           # command line
+  libprotobuf-dev protobuf-compiler  # TensorBoard event files
   libgtest-dev googletest libbenchmark-dev
 )
 
@@ -19,6 +20,10 @@ for p in "${packages[@]}"; do
     missing+=("$p")
   fi
 done
+# Node.js and npm install the readers tests check output files with
+# (tests/npm). Any node on PATH will do (machines may carry a newer one than
+# Debian's, whose npm package would conflict with it).
+command -v npm >/dev/null || missing+=(nodejs npm)
 [ ${#missing[@]} -eq 0 ] && exit 0
 
 echo "zerotrain: installing missing Debian packages: ${missing[*]}"

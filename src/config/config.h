@@ -156,7 +156,7 @@ struct ZeroConfig {
   bool stage3_gather_16bit_weights_on_model_save = false;
 };
 
-// A local monitor (csv_monitor): files under output_path/job_name.
+// A local monitor (csv_monitor, tensorboard): files under output_path/job_name.
 struct MonitorConfig {
   bool enabled = false;
   std::string output_path;  // "": the working directory
@@ -186,6 +186,7 @@ struct Config {
   ZeroConfig zero;
   CheckpointConfig checkpoint;
   MonitorConfig csv_monitor;
+  MonitorConfig tensorboard;
   CommsLoggerConfig comms_logger;
 
   double gradient_clipping = 1.0;          // global L2 norm; 0 disables

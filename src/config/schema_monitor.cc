@@ -1,6 +1,6 @@
 // Schema table, part 5: the monitor sections zerotrain implements
-// (csv_monitor) and DeepSpeed's timers. wandb and comet are refused when on
-// (schema_unsupported.cc).
+// (csv_monitor, tensorboard, comms_logger) and DeepSpeed's timers. wandb and comet are refused when
+// on (schema_unsupported.cc).
 #include "config/json_value.h"
 #include "config/schema.h"
 
@@ -32,6 +32,28 @@ void add_monitor_keys(std::vector<KeySpec>& out) {
        .default_json = "\"DeepSpeedJobName\"",
        .help = "The folder under output_path.",
        ZT_FIELD(csv_monitor.job_name)},
+      {.path = "tensorboard",
+       .type = kSection,
+       .nullable = true,
+       .help = "Rank 0 writes each step's metrics as scalars to a TensorBoard event file, as "
+               "DeepSpeed's TensorBoard monitor (PyTorch's SummaryWriter): "
+               "OUTPUT_PATH/JOB_NAME/events.out.tfevents.<time>.<host>.<pid>.0, tags "
+               "Train/Samples/<metric>, step = samples."},
+      {.path = "tensorboard.enabled",
+       .type = kBool,
+       .default_json = "false",
+       .help = "Write the event file.",
+       ZT_FIELD(tensorboard.enabled)},
+      {.path = "tensorboard.output_path",
+       .type = kString,
+       .default_json = "\"\"",
+       .help = "Directory for the job's folder (\"\": the working directory).",
+       ZT_FIELD(tensorboard.output_path)},
+      {.path = "tensorboard.job_name",
+       .type = kString,
+       .default_json = "\"DeepSpeedJobName\"",
+       .help = "The folder under output_path (TensorBoard's --logdir takes output_path).",
+       ZT_FIELD(tensorboard.job_name)},
       {.path = "comms_logger",
        .type = kSection,
        .nullable = true,

@@ -22,7 +22,6 @@ void add_unsupported_sections(std::vector<KeySpec>& out) {
   constexpr std::string_view kGated[] = {"amp",
                                          "torch_autocast",
                                          "flops_profiler",
-                                         "tensorboard",
                                          "hybrid_engine",
                                          "curriculum_learning",
                                          "data_efficiency",

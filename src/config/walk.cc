@@ -30,7 +30,7 @@ std::string describe(const Json& v) {
 // and fails, so zerotrain refuses it unless a trainer argument resolves it.
 bool in_validated_section(std::string_view path) {
   for (std::string_view s :
-       {"zero_optimization.", "fp16.", "bf16.", "csv_monitor.", "comms_logger."})
+       {"zero_optimization.", "fp16.", "bf16.", "csv_monitor.", "tensorboard.", "comms_logger."})
     if (path.substr(0, s.size()) == s) return true;
   return false;
 }

@@ -87,11 +87,30 @@ Status CsvMonitor::write(std::span<const MonitorEvent> events) {
   return ok_status();
 }
 
+StatusOr<std::unique_ptr<TensorBoardMonitor>> TensorBoardMonitor::create(
+    const config::MonitorConfig& cfg) {
+  ZT_ASSIGN_OR_RETURN(
+      std::unique_ptr<EventFile> f,
+      EventFile::create((std::filesystem::path(cfg.output_path) / cfg.job_name).string()));
+  return std::unique_ptr<TensorBoardMonitor>(new TensorBoardMonitor(std::move(f)));
+}
+
+Status TensorBoardMonitor::write(std::span<const MonitorEvent> events) {
+  for (const MonitorEvent& e : events)
+    ZT_RETURN_IF_ERROR(file_->add_scalar(e.name, e.value, e.step));
+  return file_->flush();
+}
+
 StatusOr<Monitors> Monitors::create(const config::Config& cfg) {
   Monitors m;
   if (cfg.csv_monitor.enabled) {
     ZT_ASSIGN_OR_RETURN(std::unique_ptr<CsvMonitor> csv, CsvMonitor::create(cfg.csv_monitor));
     m.monitors_.push_back(std::move(csv));
+  }
+  if (cfg.tensorboard.enabled) {
+    ZT_ASSIGN_OR_RETURN(std::unique_ptr<TensorBoardMonitor> tb,
+                        TensorBoardMonitor::create(cfg.tensorboard));
+    m.monitors_.push_back(std::move(tb));
   }
   return m;
 }

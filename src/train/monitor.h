@@ -19,6 +19,7 @@
 
 #include "config/config.h"
 #include "core/status.h"
+#include "train/event_file.h"
 
 namespace zerotrain::train {
 
@@ -49,6 +50,20 @@ class CsvMonitor : public Monitor {
   explicit CsvMonitor(std::string dir) : dir_(std::move(dir)) {}
   std::string dir_;
   std::set<std::string> started_;  // files this run has written a header to
+};
+
+// DeepSpeed's TensorBoard monitor: one event file per run in
+// OUTPUT_PATH/JOB_NAME (event_file.h), a scalar per event under its name,
+// flushed after every write as DeepSpeed flushes.
+class TensorBoardMonitor : public Monitor {
+ public:
+  static StatusOr<std::unique_ptr<TensorBoardMonitor>> create(const config::MonitorConfig& cfg);
+  Status write(std::span<const MonitorEvent> events) override;
+  const std::string& path() const { return file_->path(); }
+
+ private:
+  explicit TensorBoardMonitor(std::unique_ptr<EventFile> f) : file_(std::move(f)) {}
+  std::unique_ptr<EventFile> file_;
 };
 
 // Every monitor the config enables (none: writes are no-ops).

@@ -164,19 +164,19 @@ TEST(ConfigParse, OldAndNewSpellingTogetherIsAnError) {
 }
 
 TEST(ConfigParse, DeepSpeedOptionsZerotrainLacksPassOnlyAtTheirDefault) {
-  Config c = parse_ok(R"({"train_batch_size": 8, "tensorboard": {"enabled": false,
-      "output_path": "x"}, "activation_checkpointing": {"partition_activations": false},
+  Config c = parse_ok(R"({"train_batch_size": 8, "hybrid_engine": {"enabled": false,
+      "max_out_tokens": 512}, "activation_checkpointing": {"partition_activations": false},
       "zero_optimization": {"zero_quantized_weights": false, "mics_shard_size": -1}})");
   EXPECT_EQ(c.zero.stage, 0);
-  ParseResult r = parse(R"({"train_batch_size": 8, "tensorboard": {"enabled": true},
+  ParseResult r = parse(R"({"train_batch_size": 8, "hybrid_engine": {"enabled": true},
       "pipeline": {"stages": 2},
       "zero_optimization": {"zero_quantized_weights": true,
         "offload_param": {"device": "nvme"}}, "optimizer": {"type": "Lamb"}})");
   EXPECT_EQ(error_at(r, "zero_optimization.zero_quantized_weights"),
             "'zero_quantized_weights' is a DeepSpeed option zerotrain does not support yet; "
             "only its default (false) is accepted");
-  EXPECT_EQ(error_at(r, "tensorboard"),
-            "'tensorboard' is a DeepSpeed option zerotrain does not support yet "
+  EXPECT_EQ(error_at(r, "hybrid_engine"),
+            "'hybrid_engine' is a DeepSpeed option zerotrain does not support yet "
             "(remove it or set enabled: false)");
   EXPECT_THAT(error_at(r, "pipeline"), HasSubstr("does not support yet"));
   EXPECT_EQ(error_at(r, "zero_optimization.offload_param.device"),

@@ -15,8 +15,8 @@
 
 #include "comm/gloo/gloo_communicator.h"
 #include "comm/rank_threads.h"
-#include "model/gpt2/config.h"
 #include "train/test_util.h"
+#include "train/tiny_run.h"
 #include "train/trainer.h"
 
 namespace zerotrain::train {
@@ -77,23 +77,7 @@ std::vector<std::pair<int64_t, double>> read_csv(const std::string& path, std::s
   return rows;
 }
 
-// A 1-layer GPT on the generated corpus, one thread, under `ds_config`.
-TrainOptions tiny_run(const std::string& ds_config, int64_t steps, std::ostream* log) {
-  TrainOptions o;
-  o.model_config = model::gpt2::to_json({.n_layer = 1,
-                                         .n_head = 2,
-                                         .n_embd = 32,
-                                         .seq_len = 16,
-                                         .vocab_size = 256,
-                                         .padded_vocab = 256});
-  o.deepspeed_config = ds_config;
-  o.steps = steps;
-  o.corpus_bytes = 20000;
-  o.threads = 1;
-  o.out = log;
-  o.progress = false;
-  return o;
-}
+using testing::tiny_run;
 
 TEST(CsvMonitor, TrainerWritesDeepSpeedsLayoutWithTheRunsValues) {
   testing::TempDir dir;
