@@ -52,7 +52,12 @@ void add_top_level_keys(std::vector<KeySpec>& out) {
       {.path = "wall_clock_breakdown",
        .type = kBool,
        .default_json = "false",
-       .help = "Time forward/backward/step per step and log it.",
+       .help = "DeepSpeed's timers: rank 0 logs `[Rank 0] time (ms) | fwd_microstep: .. | "
+               "bwd_microstep: .. | bwd_inner_microstep: .. | bwd_allreduce_microstep: .. | "
+               "step_microstep: ..` after each micro-step and the same without `_microstep` "
+               "(summed over the micro-steps) after each optimizer step; monitors get "
+               "Train/Samples/elapsed_time_ms_{forward,backward,backward_inner,"
+               "backward_allreduce,step}.",
        ZT_FIELD(wall_clock_breakdown)},
       {.path = "memory_breakdown",
        .type = kBool,

@@ -101,7 +101,10 @@ struct StepInfo {
 };
 
 // Seconds spent in each phase since the last reset_timings() (for
-// wall_clock_breakdown); reduce is inside the boundary step, step excludes it.
+// wall_clock_breakdown). backward: the model's pass (with whatever the
+// strategy's hooks reduce inside it); reduce: the strategy's work after the
+// pass and the boundary step's reduce_gradients(); step: the rest of the
+// boundary step.
 struct PhaseTimes {
   double forward = 0, backward = 0, reduce = 0, step = 0;
   int64_t boundaries = 0;

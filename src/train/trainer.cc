@@ -24,6 +24,7 @@
 #include "train/memory_log.h"
 #include "train/monitor.h"
 #include "train/setup.h"
+#include "train/step_timers.h"
 #include "train/train_log.h"
 #include "zero/options.h"
 
@@ -68,6 +69,7 @@ class Run {
   int64_t first_step_ = 1;
   std::unique_ptr<std::ofstream> metrics_;
   Monitors monitors_;
+  StepTimes step_times_;  // the last optimizer step's phases
 };
 
 Status Run::init() {
@@ -218,6 +220,10 @@ Status Run::write_monitors(int64_t step, double loss, double seconds) {
   events.push_back({"Train/Samples/device_memory_peak_bytes",
                     static_cast<double>(mem.device_usage.peak), samples});
   events.push_back({"Train/Samples/host_rss_bytes", static_cast<double>(rss_bytes()), samples});
+  if (s_.cfg.wall_clock_breakdown) {
+    const std::vector<MonitorEvent> timed = timer_events(step_times_, samples);
+    events.insert(events.end(), timed.begin(), timed.end());
+  }
   return monitors_.write(events);
 }
 
@@ -242,15 +248,22 @@ void Run::print_start() {
 
 Status Run::train_step(double* loss) {
   const int64_t gas = engine_->gradient_accumulation_steps();
+  const bool timers = rank0_ && s_.cfg.wall_clock_breakdown;
+  const engine::PhaseTimes at_start = engine_->timings();
   double sum = 0;
   for (int64_t k = 0; k < gas; ++k) {
     loader_->next(&batch_);
     batch_.split(&x_, &y_);
+    const engine::PhaseTimes micro_start = engine_->timings();
     ZT_ASSIGN_OR_RETURN(float l, engine_->forward(x_.data(), y_.data(), batch_.batch, s_.T));
     ZT_RETURN_IF_ERROR(engine_->backward());
     ZT_RETURN_IF_ERROR(engine_->step());
     sum += l;
+    if (timers)
+      out_ << format_timers(StepTimes::between(micro_start, engine_->timings()), true) << "\n";
   }
+  step_times_ = StepTimes::between(at_start, engine_->timings());
+  if (timers) out_ << format_timers(step_times_, false) << "\n";
   float mean = static_cast<float>(sum / static_cast<double>(gas));
   if (comm_.world_size() > 1)
     ZT_RETURN_IF_ERROR(comm_.allreduce(std::span<float>(&mean, 1), comm::ReduceOp::kAvg));
@@ -287,18 +300,6 @@ void Run::print_step(int64_t step, double loss, double seconds) {
              .memory = format_memory_compact(engine_->memory())};
   if (progress_) std::cerr << "\r\033[K" << std::flush;
   out_ << format_step_line(l) << "\n";
-  if (s_.cfg.wall_clock_breakdown) {
-    // Mean per optimizer step since the last line, as DeepSpeed's timers.
-    const engine::PhaseTimes& t = engine_->timings();
-    const double n = 1e-3 * static_cast<double>(std::max<int64_t>(1, t.boundaries));
-    char buf[160];
-    std::snprintf(buf, sizeof(buf),
-                  "[zerotrain] time (ms) | forward: %.2f | backward: %.2f | allreduce: %.2f | "
-                  "step: %.2f",
-                  t.forward / n, t.backward / n, t.reduce / n, t.step / n);
-    out_ << buf << "\n";
-    engine_->reset_timings();
-  }
   out_ << std::flush;
 }
 

@@ -200,5 +200,75 @@ TEST(CommsLogger, TrainerPrintsTheSummaryWithEveryCollective) {
   }
 }
 
+// wall_clock_breakdown at 2 ranks, stage 0, 2 micro-steps a step: rank 0
+// logs DeepSpeed's "_microstep" line after each micro-step and the global
+// line after each optimizer step; a global timer is the sum of its
+// micro-steps', bwd = bwd_inner + bwd_allreduce, only the boundary reduces
+// (stage 0's allreduce),
+// and the monitors' elapsed_time_ms_* rows are the global lines' values.
+TEST(WallClockBreakdown, DeepSpeedsTimerLinesAddUpAndReachTheMonitors) {
+  testing::TempDir dir;
+  const std::string cfg_path = dir.file("ds.json");
+  std::ofstream(cfg_path) << R"({"train_micro_batch_size_per_gpu": 2,
+    "gradient_accumulation_steps": 2, "wall_clock_breakdown": true,
+    "optimizer": {"type": "AdamW", "params": {"lr": 1e-3}},
+    "zero_optimization": {"stage": 0},
+    "csv_monitor": {"enabled": true, "output_path": ")"
+                          << dir.file("logs") << R"(", "job_name": "t"}})";
+  std::string log0, log1;
+  comm::testutil::run_ranks(2, [&](comm::Communicator& c) {
+    std::ostringstream log;
+    StatusOr<TrainSummary> s = train(tiny_run(cfg_path, 3, &log), c);
+    ASSERT_TRUE(s.ok()) << s.status().to_string();
+    (c.rank() == 0 ? log0 : log1) = log.str();
+  });
+  EXPECT_EQ(log1.find("time (ms)"), std::string::npos) << "rank 0 logs the timers";
+
+  const char* kNames[] = {"fwd", "bwd", "bwd_inner", "bwd_allreduce", "step"};
+  struct Line {
+    bool micro = false;
+    std::map<std::string, double> ms;
+  };
+  std::vector<Line> lines;
+  std::istringstream in(log0);
+  for (std::string l; std::getline(in, l);) {
+    if (l.rfind("[Rank 0] time (ms) | ", 0) != 0) continue;
+    Line line;
+    line.micro = l.find("_microstep") != std::string::npos;
+    for (const char* n : kNames) {
+      const std::string key = " " + std::string(n) + (line.micro ? "_microstep" : "") + ": ";
+      const size_t at = l.find(key);
+      ASSERT_NE(at, std::string::npos) << key << " in " << l;
+      line.ms[n] = std::strtod(l.c_str() + at + key.size(), nullptr);
+    }
+    lines.push_back(line);
+  }
+  ASSERT_EQ(lines.size(), 9u) << log0;  // (micro, micro, global) x 3 steps
+  std::string header;
+  const auto fwd_rows =
+      read_csv(dir.file("logs") + "/t/Train_Samples_elapsed_time_ms_forward.csv", &header);
+  const auto step_rows =
+      read_csv(dir.file("logs") + "/t/Train_Samples_elapsed_time_ms_step.csv", &header);
+  ASSERT_EQ(fwd_rows.size(), 3u);
+  ASSERT_EQ(step_rows.size(), 3u);
+  for (int k = 0; k < 3; ++k) {
+    const Line& a = lines[3 * k];
+    const Line& b = lines[3 * k + 1];
+    const Line& g = lines[3 * k + 2];
+    ASSERT_TRUE(a.micro && b.micro && !g.micro) << "step " << k;
+    for (const char* n : kNames)  // two values printed to 0.01 ms each
+      EXPECT_NEAR(g.ms.at(n), a.ms.at(n) + b.ms.at(n), 0.0151) << n << ", step " << k;
+    for (const Line* l : {&a, &b, &g})
+      EXPECT_NEAR(l->ms.at("bwd"), l->ms.at("bwd_inner") + l->ms.at("bwd_allreduce"), 0.0151);
+    EXPECT_GT(a.ms.at("fwd"), 0);
+    EXPECT_GT(a.ms.at("bwd_inner"), 0);
+    EXPECT_EQ(a.ms.at("bwd_allreduce"), 0) << "no reduction before the boundary";
+    EXPECT_GT(b.ms.at("bwd_allreduce"), 0) << "the boundary reduces";
+    EXPECT_EQ(fwd_rows[k].first, (k + 1) * 8);  // samples: 2 x 2 x 2 ranks a step
+    EXPECT_NEAR(fwd_rows[k].second, g.ms.at("fwd"), 0.0051);
+    EXPECT_NEAR(step_rows[k].second, g.ms.at("step"), 0.0051);
+  }
+}
+
 }  // namespace
 }  // namespace zerotrain::train

@@ -244,7 +244,7 @@ TEST(Trainer, UserConfigAutosTakeFlagsThenDefaults) {
   EXPECT_NE(text.find("\"total_num_steps\": 3"), std::string::npos);                 // --steps
   EXPECT_NE(text.find("\"gradient_clipping\": 0.5"), std::string::npos);             // explicit
   EXPECT_NE(text.find("step 2/3"), std::string::npos) << "steps_per_print 1";
-  EXPECT_NE(text.find("[zerotrain] time (ms) | forward: "), std::string::npos) << text;
+  EXPECT_NE(text.find("[Rank 0] time (ms) | fwd_microstep: "), std::string::npos) << text;
 }
 
 TEST(TrainLog, StepLineFields) {
