@@ -172,6 +172,18 @@ struct CommsLoggerConfig {
   std::vector<std::string> prof_ops;  // DeepSpeed op names, e.g. "all_reduce"
 };
 
+// DeepSpeed's flops profiler: at one optimizer step, rank 0 prints (or
+// writes to output_file) the profile of the model's forward per module.
+struct FlopsProfilerConfig {
+  bool enabled = false;
+  int64_t profile_step = 1;   // DeepSpeed's global_steps (0-based): step profile_step + 1
+  int64_t module_depth = -1;  // -1: every depth
+  int64_t top_modules = 1;
+  bool detailed = true;
+  double recompute_fwd_factor = 0.0;       // recomputed forwards per step (fwd+bwd = 3 + it)
+  std::optional<std::string> output_file;  // unset: the log
+};
+
 struct CheckpointConfig {
   TagValidation tag_validation = TagValidation::kWarn;
   bool use_node_local_storage = false;
@@ -187,6 +199,7 @@ struct Config {
   CheckpointConfig checkpoint;
   MonitorConfig csv_monitor;
   MonitorConfig tensorboard;
+  FlopsProfilerConfig flops_profiler;
   CommsLoggerConfig comms_logger;
 
   double gradient_clipping = 1.0;          // global L2 norm; 0 disables

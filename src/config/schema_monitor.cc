@@ -1,6 +1,6 @@
 // Schema table, part 5: the monitor sections zerotrain implements
-// (csv_monitor, tensorboard, comms_logger) and DeepSpeed's timers. wandb and comet are refused when
-// on (schema_unsupported.cc).
+// (csv_monitor, tensorboard, comms_logger), the flops profiler and DeepSpeed's timers. wandb and
+// comet are refused when on (schema_unsupported.cc).
 #include "config/json_value.h"
 #include "config/schema.h"
 
@@ -87,6 +87,56 @@ void add_monitor_keys(std::vector<KeySpec>& out) {
        .support = kInert,
        .warn = "records are named by collective only (zerotrain has no caller function to add)",
        .help = "DeepSpeed adds the calling function to each record; accepted, with a warning."},
+      {.path = "flops_profiler",
+       .type = kSection,
+       .nullable = true,
+       .help = "At one optimizer step, rank 0 prints DeepSpeed's flops profile: the summary "
+               "(params, fwd MACs and flops, fwd/bwd/step latency, FLOPS, samples/s), the top "
+               "modules per depth and the per-module tree. zerotrain's modules are its stages: "
+               "the embeddings, each block, the head (depth 1 under the model). Also turns on "
+               "the optimizer-step timer lines of wall_clock_breakdown, as DeepSpeed does."},
+      {.path = "flops_profiler.enabled",
+       .type = kBool,
+       .default_json = "false",
+       .help = "Profile.",
+       ZT_FIELD(flops_profiler.enabled)},
+      {.path = "flops_profiler.profile_step",
+       .type = kInt,
+       .default_json = "1",
+       .min = 0,
+       .help = "DeepSpeed's global_steps at which to profile (0-based: 1 profiles the second "
+               "optimizer step, after warm-up).",
+       ZT_FIELD(flops_profiler.profile_step)},
+      {.path = "flops_profiler.module_depth",
+       .type = kInt,
+       .default_json = "-1",
+       .min = -1,
+       .help = "Deepest module level printed; -1: all.",
+       ZT_FIELD(flops_profiler.module_depth)},
+      {.path = "flops_profiler.top_modules",
+       .type = kInt,
+       .default_json = "1",
+       .min = 1,
+       .help = "Modules listed per depth in the aggregated profile.",
+       ZT_FIELD(flops_profiler.top_modules)},
+      {.path = "flops_profiler.detailed",
+       .type = kBool,
+       .default_json = "true",
+       .help = "Print the per-module tree.",
+       ZT_FIELD(flops_profiler.detailed)},
+      {.path = "flops_profiler.recompute_fwd_factor",
+       .type = kFloat,
+       .default_json = "0.0",
+       .min = 0,
+       .help = "Forward passes recomputed per step (activation checkpointing: 1.0); the fwd+bwd "
+               "FLOPS count (3 + this) x the forward's flops.",
+       ZT_FIELD(flops_profiler.recompute_fwd_factor)},
+      {.path = "flops_profiler.output_file",
+       .type = kString,
+       .default_json = "null",
+       .nullable = true,
+       .help = "Write the profile to this file (replaced atomically) instead of the log.",
+       ZT_FIELD(flops_profiler.output_file)},
       {.path = "timers", .type = kSection, .help = "DeepSpeed's engine timers."},
       {.path = "timers.throughput", .type = kSection, .help = "The throughput timer."},
       {.path = "timers.throughput.enabled",

@@ -21,7 +21,6 @@ void add_unsupported_sections(std::vector<KeySpec>& out) {
   // absent (their other keys are then not read, by DeepSpeed or by us).
   constexpr std::string_view kGated[] = {"amp",
                                          "torch_autocast",
-                                         "flops_profiler",
                                          "hybrid_engine",
                                          "curriculum_learning",
                                          "data_efficiency",

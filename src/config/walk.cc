@@ -29,8 +29,8 @@ std::string describe(const Json& v) {
 // level, optimizer/scheduler params) an "auto" reaches DeepSpeed as a string
 // and fails, so zerotrain refuses it unless a trainer argument resolves it.
 bool in_validated_section(std::string_view path) {
-  for (std::string_view s :
-       {"zero_optimization.", "fp16.", "bf16.", "csv_monitor.", "tensorboard.", "comms_logger."})
+  for (std::string_view s : {"zero_optimization.", "fp16.", "bf16.", "csv_monitor.", "tensorboard.",
+                             "comms_logger.", "flops_profiler."})
     if (path.substr(0, s.size()) == s) return true;
   return false;
 }

@@ -3,6 +3,7 @@
 #include "model/module.h"
 
 #include <algorithm>
+#include <chrono>
 #include <limits>
 #include <string>
 
@@ -136,6 +137,11 @@ float* Module::lend_activation_memory(int64_t n) {
   return act_buffer_.as<float>();
 }
 
+void Module::set_stage_timing(bool on) {
+  stage_timing_ = on;
+  stage_seconds_.assign(on ? num_groups() : 0, 0.0);
+}
+
 StatusOr<float> Module::forward(const int32_t* tokens, const int32_t* targets, int64_t B, int64_t T,
                                 bool for_backward) {
   if (activations_lent_) {
@@ -156,7 +162,16 @@ StatusOr<float> Module::forward(const int32_t* tokens, const int32_t* targets, i
   for (int s = 0; s < num_groups(); ++s) {
     ZT_RETURN_IF_ERROR(run_hook(hooks_.before_forward, s));
     ZT_RETURN_IF_ERROR(check_bound(s, Pass::kForward));
-    ZT_RETURN_IF_ERROR(forward_stage(s));
+    if (stage_timing_) {
+      ZT_RETURN_IF_ERROR(device_->synchronize());
+      const auto t0 = std::chrono::steady_clock::now();
+      ZT_RETURN_IF_ERROR(forward_stage(s));
+      ZT_RETURN_IF_ERROR(device_->synchronize());
+      stage_seconds_[s] =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    } else {
+      ZT_RETURN_IF_ERROR(forward_stage(s));
+    }
     ZT_RETURN_IF_ERROR(run_hook(hooks_.after_forward, s));
   }
   if (targets == nullptr) return std::numeric_limits<float>::quiet_NaN();

@@ -63,6 +63,7 @@
 #include <functional>
 #include <nlohmann/json.hpp>
 #include <span>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -92,6 +93,23 @@ struct ModuleOptions {
   // Where the parameters, gradients and activations live and the kernels
   // run; null: the process's default device (device::default_device()).
   device::Device* device = nullptr;
+};
+
+// What the flops profiler reports of one stage: its module as Hugging Face
+// names it, the parameters it owns (tied weights at their first owner, as
+// HF counts them) and the multiply-accumulates of its forward over B·T
+// tokens (every GEMM, attention's two matmuls over the full T×T as
+// DeepSpeed's profiler counts them; element-wise work is not counted).
+struct StageCost {
+  std::string name;  // "transformer.h.0"
+  std::string type;  // "GPT2Block"
+  int64_t params = 0;
+  int64_t macs = 0;
+};
+
+struct ModelCost {
+  std::string type;               // "GPT2LMHeadModel"
+  std::vector<StageCost> stages;  // [num_groups()]
 };
 
 // Callbacks around each stage (see above); empty ones are skipped.
@@ -179,6 +197,14 @@ class Module {
   void return_activation_memory() { activations_lent_ = false; }
   bool activation_memory_lent() const { return activations_lent_; }
 
+  // On: forward() times each stage's compute (hooks excluded, the device
+  // synchronised), for the flops profiler; forward_stage_seconds() holds
+  // the last forward's, [num_groups()].
+  void set_stage_timing(bool on);
+  std::span<const double> forward_stage_seconds() const { return stage_seconds_; }
+  // The profiler's per-stage parameters and MACs for a forward over (B, T).
+  virtual ModelCost cost(int64_t B, int64_t T) const = 0;
+
   // Per-token losses of the last forward (host memory, B·T of them).
   std::span<const float> losses() const { return losses_; }
   MemoryStats memory() const;
@@ -230,6 +256,8 @@ class Module {
   GroupHooks hooks_;
   bool backward_ready_ = false;
   bool activations_lent_ = false;
+  bool stage_timing_ = false;
+  std::vector<double> stage_seconds_;  // [num_groups] when stage_timing_
 };
 
 }  // namespace zerotrain::model

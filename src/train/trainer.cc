@@ -14,6 +14,7 @@
 
 #include "checkpoint/hf/gpt2.h"
 #include "config/config.h"
+#include "core/atomic_file.h"
 #include "core/env.h"
 #include "device/device.h"
 #include "engine/engine.h"
@@ -21,6 +22,7 @@
 #include "train/data/corpus.h"
 #include "train/data/loader.h"
 #include "train/default_config.h"
+#include "train/flops_profile.h"
 #include "train/memory_log.h"
 #include "train/monitor.h"
 #include "train/setup.h"
@@ -51,6 +53,7 @@ class Run {
   void write_metrics(int64_t step, double loss);
   void enable_comms_logger();
   Status write_monitors(int64_t step, double loss, double seconds);
+  Status write_flops_profile(int64_t step);
   StatusOr<double> validate();
   void print_start();
   void print_step(int64_t step, double loss, double seconds);
@@ -69,7 +72,8 @@ class Run {
   int64_t first_step_ = 1;
   std::unique_ptr<std::ofstream> metrics_;
   Monitors monitors_;
-  StepTimes step_times_;  // the last optimizer step's phases
+  StepTimes step_times_;        // the last optimizer step's phases
+  StepTimes last_micro_times_;  // and its last micro-step's
 };
 
 Status Run::init() {
@@ -91,6 +95,7 @@ Status Run::init() {
     return zero::capacity_advice(setup, activations, device.capacity());
   });
   ZT_ASSIGN_OR_RETURN(model_, model::create_module(s_.model, mo));
+  if (s_.cfg.flops_profiler.enabled) model_->set_stage_timing(true);
   ZT_RETURN_IF_ERROR(model_->init_parameters(o_.seed));
   if (!o_.init_weights.empty()) {
     // Rank 0's weights are broadcast by the engine; every rank reads them
@@ -220,11 +225,36 @@ Status Run::write_monitors(int64_t step, double loss, double seconds) {
   events.push_back({"Train/Samples/device_memory_peak_bytes",
                     static_cast<double>(mem.device_usage.peak), samples});
   events.push_back({"Train/Samples/host_rss_bytes", static_cast<double>(rss_bytes()), samples});
-  if (s_.cfg.wall_clock_breakdown) {
+  if (s_.cfg.wall_clock_breakdown || s_.cfg.flops_profiler.enabled) {
     const std::vector<MonitorEvent> timed = timer_events(step_times_, samples);
     events.insert(events.end(), timed.begin(), timed.end());
   }
   return monitors_.write(events);
+}
+
+// The profile of the step just taken (its last micro-step's forward and
+// backward), to the log or to output_file.
+Status Run::write_flops_profile(int64_t step) {
+  const config::FlopsProfilerConfig& c = s_.cfg.flops_profiler;
+  const std::span<const double> stage_s = model_->forward_stage_seconds();
+  const FlopsProfile p{.step = step - 1,
+                       .world_size = comm_.world_size(),
+                       .micro_batch = batch_.batch,
+                       .cost = model_->cost(batch_.batch, s_.T),
+                       .stage_fwd_s = {stage_s.begin(), stage_s.end()},
+                       .fwd_s = last_micro_times_.fwd_ms * 1e-3,
+                       .bwd_s = last_micro_times_.bwd_ms() * 1e-3,
+                       .step_s = step_times_.step_ms * 1e-3};
+  const std::string text = format_flops_profile(p, c);
+  if (!c.output_file) {
+    out_ << text << std::flush;
+    return ok_status();
+  }
+  ZT_ASSIGN_OR_RETURN(AtomicFile f, AtomicFile::create(*c.output_file));
+  ZT_RETURN_IF_ERROR(f.write(text.data(), text.size()));
+  ZT_RETURN_IF_ERROR(f.commit());
+  out_ << "[zerotrain] flops profile of step " << step << " written to " << *c.output_file << "\n";
+  return ok_status();
 }
 
 void Run::print_start() {
@@ -248,7 +278,9 @@ void Run::print_start() {
 
 Status Run::train_step(double* loss) {
   const int64_t gas = engine_->gradient_accumulation_steps();
-  const bool timers = rank0_ && s_.cfg.wall_clock_breakdown;
+  const bool micro_timers = rank0_ && s_.cfg.wall_clock_breakdown;
+  // The flops profiler turns the optimizer-step lines on, as in DeepSpeed.
+  const bool timers = rank0_ && (s_.cfg.wall_clock_breakdown || s_.cfg.flops_profiler.enabled);
   const engine::PhaseTimes at_start = engine_->timings();
   double sum = 0;
   for (int64_t k = 0; k < gas; ++k) {
@@ -259,8 +291,8 @@ Status Run::train_step(double* loss) {
     ZT_RETURN_IF_ERROR(engine_->backward());
     ZT_RETURN_IF_ERROR(engine_->step());
     sum += l;
-    if (timers)
-      out_ << format_timers(StepTimes::between(micro_start, engine_->timings()), true) << "\n";
+    last_micro_times_ = StepTimes::between(micro_start, engine_->timings());
+    if (micro_timers) out_ << format_timers(last_micro_times_, true) << "\n";
   }
   step_times_ = StepTimes::between(at_start, engine_->timings());
   if (timers) out_ << format_timers(step_times_, false) << "\n";
@@ -316,6 +348,9 @@ StatusOr<TrainSummary> Run::loop() {
     summary_.losses.push_back(loss);
     if (metrics_) write_metrics(step, loss);
     if (monitors_.enabled()) ZT_RETURN_IF_ERROR(write_monitors(step, loss, dt));
+    // DeepSpeed profiles when its global_steps (0-based) equals profile_step.
+    if (rank0_ && s_.cfg.flops_profiler.enabled && step - 1 == s_.cfg.flops_profiler.profile_step)
+      ZT_RETURN_IF_ERROR(write_flops_profile(step));
     if (rank0_ && (step == first_step_ || step == s_.steps || (every > 0 && step % every == 0)))
       print_step(step, loss, dt);
     if (val_loader_ && step % o_.eval_interval == 0) {

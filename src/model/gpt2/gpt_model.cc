@@ -148,6 +148,29 @@ Status GptModel::begin_forward(const int32_t* tokens, const int32_t* targets, in
   return ok_status();
 }
 
+ModelCost GptModel::cost(int64_t B, int64_t T) const {
+  const int64_t C = cfg_.n_embd, BT = B * T;
+  ModelCost c{.type = "GPT2LMHeadModel", .stages = {}};
+  // wte and wpe are lookups; the tied lm head's GEMM is the last stage's.
+  c.stages.push_back({.name = "transformer.wte+wpe",
+                      .type = "Embedding",
+                      .params = cfg_.vocab_size * C + cfg_.seq_len * C,
+                      .macs = 0});
+  for (int64_t l = 0; l < cfg_.n_layer; ++l)
+    // c_attn 3C², attn.c_proj C², c_fc 4C², mlp.c_proj 4C² per token, and
+    // Q·Kᵀ and att·V: B·NH·T·T·(C/NH) each.
+    c.stages.push_back({.name = "transformer.h." + std::to_string(l),
+                        .type = "GPT2Block",
+                        .params = 12 * C * C + 13 * C,
+                        .macs = 12 * BT * C * C + 2 * B * T * T * C});
+  // The head's GEMM runs over the padded vocabulary.
+  c.stages.push_back({.name = "transformer.ln_f+lm_head",
+                      .type = "LayerNorm+Linear",
+                      .params = 2 * C,
+                      .macs = BT * C * cfg_.padded_vocab});
+  return c;
+}
+
 Status GptModel::forward_stage(int s) {
   if (s == 0) return forward_encoder();
   if (s == num_groups() - 1) return forward_head();

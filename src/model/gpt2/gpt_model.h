@@ -55,6 +55,7 @@ class GptModel : public Module {
   const GptConfig& config() const { return cfg_; }
   std::vector<int> param_groups_read(int stage, Pass pass) const override;
   std::vector<int> grad_groups_written(int stage) const override;
+  ModelCost cost(int64_t B, int64_t T) const override;
 
   // [B,T,Vp] of the last forward, in device memory (full_logits only; else
   // the last chunk's rows, on the fp32 path overwritten by their dlogits
