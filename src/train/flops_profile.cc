@@ -130,6 +130,17 @@ std::string format_flops_profile(const FlopsProfile& p, const config::FlopsProfi
   std::snprintf(sps, sizeof(sps), "%-8.2f",
                 static_cast<double>(p.micro_batch * p.world_size) / iter_s);
   out += summary_line("samples/second: ", sps);
+  // zerotrain's additions: the model's formula, exact, and the MFU it gives.
+  out += summary_line("train flops per GPU = (6N + 12LCT) per token * tokens: ",
+                      scaled(static_cast<double>(p.train_flops), {"", "K", "M", "G", "T"}) + " (" +
+                          std::to_string(p.train_flops) + ")");
+  const double achieved = static_cast<double>(p.train_flops) / iter_s;
+  out += summary_line("model FLOPS per GPU = train flops per GPU / iter latency: ",
+                      flops_to_string(achieved));
+  out += summary_line("MFU = model FLOPS per GPU / peak: ",
+                      p.peak_flops > 0
+                          ? percent(achieved, p.peak_flops) + " of " + flops_to_string(p.peak_flops)
+                          : std::string("unknown (set ZEROTRAIN_PEAK_TFLOPS)"));
 
   const bool depth1 = cfg.module_depth != 0;
   out +=

@@ -30,6 +30,11 @@ struct FlopsProfile {
   double fwd_s = 0;                 // the profiled micro-step's forward (hooks included)
   double bwd_s = 0;                 // its backward with the reduction
   double step_s = 0;                // the optimizer step
+  // The model's training FLOPs for the micro-batch by the formula MFU uses
+  // everywhere in zerotrain (ModelInfo::flops_per_token(T) · B·T), and the
+  // peak it is measured against (FLOP/s; 0: unknown).
+  int64_t train_flops = 0;
+  double peak_flops = 0;
 };
 
 std::string format_flops_profile(const FlopsProfile& p, const config::FlopsProfilerConfig& cfg);

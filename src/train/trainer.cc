@@ -237,14 +237,18 @@ Status Run::write_monitors(int64_t step, double loss, double seconds) {
 Status Run::write_flops_profile(int64_t step) {
   const config::FlopsProfilerConfig& c = s_.cfg.flops_profiler;
   const std::span<const double> stage_s = model_->forward_stage_seconds();
-  const FlopsProfile p{.step = step - 1,
-                       .world_size = comm_.world_size(),
-                       .micro_batch = batch_.batch,
-                       .cost = model_->cost(batch_.batch, s_.T),
-                       .stage_fwd_s = {stage_s.begin(), stage_s.end()},
-                       .fwd_s = last_micro_times_.fwd_ms * 1e-3,
-                       .bwd_s = last_micro_times_.bwd_ms() * 1e-3,
-                       .step_s = step_times_.step_ms * 1e-3};
+  FlopsProfile p{.step = step - 1,
+                 .world_size = comm_.world_size(),
+                 .micro_batch = batch_.batch,
+                 .cost = model_->cost(batch_.batch, s_.T),
+                 .stage_fwd_s = {stage_s.begin(), stage_s.end()},
+                 .fwd_s = last_micro_times_.fwd_ms * 1e-3,
+                 .bwd_s = last_micro_times_.bwd_ms() * 1e-3,
+                 .step_s = step_times_.step_ms * 1e-3,
+                 .train_flops = s_.info.flops_per_token(s_.T) * batch_.batch * s_.T,
+                 .peak_flops = 0};
+  ZT_ASSIGN_OR_RETURN(const double peak_tflops, env::get_double("ZEROTRAIN_PEAK_TFLOPS", 0));
+  p.peak_flops = peak_tflops * 1e12;
   const std::string text = format_flops_profile(p, c);
   if (!c.output_file) {
     out_ << text << std::flush;

@@ -129,6 +129,16 @@ TEST(FlopsProfiler, TrainerPrintsDeepSpeedsReportOnceAtTheProfileStep) {
   EXPECT_NE(text.find("fwd MACs per GPU:" + std::string(60 - 17 + 2, ' ') + macs_to_string(macs)),
             std::string::npos)
       << text.substr(at, 2000);
+  // The model's training flops for the micro-batch, exactly as ModelInfo
+  // counts them (the MFU formula).
+  auto info = spec->family->info(spec->config);
+  ASSERT_TRUE(info.ok());
+  const std::string exact_label = "train flops per GPU = (6N + 12LCT) per token * tokens:";
+  const size_t exact = text.find(exact_label, at);
+  ASSERT_NE(exact, std::string::npos);
+  const size_t paren = text.find('(', exact + exact_label.size());
+  EXPECT_EQ(std::stoll(text.substr(paren + 1)), info->flops_per_token(16) * 2 * 16);
+  EXPECT_NE(text.find("MFU = model FLOPS per GPU / peak: ", at), std::string::npos);
   // The stages' latencies are parts of the forward's.
   const double fwd = ms_after(text, "fwd latency:");
   double stages = 0;
