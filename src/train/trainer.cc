@@ -74,6 +74,7 @@ class Run {
   Monitors monitors_;
   StepTimes step_times_;        // the last optimizer step's phases
   StepTimes last_micro_times_;  // and its last micro-step's
+  std::vector<double> profiled_stage_seconds_;  // the flops profiler's step
 };
 
 Status Run::init() {
@@ -95,7 +96,6 @@ Status Run::init() {
     return zero::capacity_advice(setup, activations, device.capacity());
   });
   ZT_ASSIGN_OR_RETURN(model_, model::create_module(s_.model, mo));
-  if (s_.cfg.flops_profiler.enabled) model_->set_stage_timing(true);
   ZT_RETURN_IF_ERROR(model_->init_parameters(o_.seed));
   if (!o_.init_weights.empty()) {
     // Rank 0's weights are broadcast by the engine; every rank reads them
@@ -236,7 +236,7 @@ Status Run::write_monitors(int64_t step, double loss, double seconds) {
 // backward), to the log or to output_file.
 Status Run::write_flops_profile(int64_t step) {
   const config::FlopsProfilerConfig& c = s_.cfg.flops_profiler;
-  const std::span<const double> stage_s = model_->forward_stage_seconds();
+  const std::vector<double>& stage_s = profiled_stage_seconds_;
   FlopsProfile p{.step = step - 1,
                  .world_size = comm_.world_size(),
                  .micro_batch = batch_.batch,
@@ -266,6 +266,11 @@ void Run::print_start() {
   out_ << "[zerotrain] environment: " << env::describe() << "\n";
   for (const std::string& w : s_.cfg.warnings)
     out_ << "[zerotrain] ds_config warning: " << w << "\n";
+  const config::FlopsProfilerConfig& fp = s_.cfg.flops_profiler;
+  if (fp.enabled && (fp.profile_step + 1 < first_step_ || fp.profile_step + 1 > s_.steps))
+    out_ << "[zerotrain] ds_config warning: flops_profiler.profile_step " << fp.profile_step
+         << " is optimizer step " << fp.profile_step + 1 << ", outside this run's steps "
+         << first_step_ << ".." << s_.steps << ": no profile\n";
   out_ << "[zerotrain] effective ds_config"
        << (o_.deepspeed_config.empty() ? " (embedded default)" : " (" + o_.deepspeed_config + ")")
        << ":\n"
@@ -346,15 +351,23 @@ StatusOr<TrainSummary> Run::loop() {
   for (int64_t step = first_step_; step <= s_.steps; ++step) {
     const auto t0 = Clock::now();
     double loss = 0;
+    // DeepSpeed profiles when its global_steps (0-based) equals profile_step;
+    // the stages are timed (and the device synchronised) in that step only.
+    const bool profile =
+        s_.cfg.flops_profiler.enabled && step - 1 == s_.cfg.flops_profiler.profile_step;
+    if (profile) model_->set_stage_timing(true);
     ZT_RETURN_IF_ERROR(train_step(&loss));
+    if (profile) {
+      const std::span<const double> st = model_->forward_stage_seconds();
+      profiled_stage_seconds_.assign(st.begin(), st.end());
+      model_->set_stage_timing(false);
+    }
     const double dt = std::chrono::duration<double>(Clock::now() - t0).count();
     if (step > first_step_ || s_.steps == first_step_) timed_seconds += dt;
     summary_.losses.push_back(loss);
     if (metrics_) write_metrics(step, loss);
     if (monitors_.enabled()) ZT_RETURN_IF_ERROR(write_monitors(step, loss, dt));
-    // DeepSpeed profiles when its global_steps (0-based) equals profile_step.
-    if (rank0_ && s_.cfg.flops_profiler.enabled && step - 1 == s_.cfg.flops_profiler.profile_step)
-      ZT_RETURN_IF_ERROR(write_flops_profile(step));
+    if (rank0_ && profile) ZT_RETURN_IF_ERROR(write_flops_profile(step));
     if (rank0_ && (step == first_step_ || step == s_.steps || (every > 0 && step % every == 0)))
       print_step(step, loss, dt);
     if (val_loader_ && step % o_.eval_interval == 0) {

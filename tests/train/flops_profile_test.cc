@@ -62,7 +62,9 @@ TEST(ModelCost, StagesAgreeWithTheModelsFlopsAndParameterCounts) {
     auto gpt = model::gpt2::from_json(spec->config);
     ASSERT_TRUE(gpt.ok());
     const int64_t Vp = gpt->padded_vocab;
-    if (name == "padded") ASSERT_EQ(Vp - V, 6);
+    if (name == "padded") {
+      ASSERT_EQ(Vp - V, 6);
+    }
     for (int64_t B : {1, 3})
       for (int64_t T : {int64_t{1}, info->max_seq / 2, info->max_seq}) {
         const model::ModelCost cost = (*m)->cost(B, T);
@@ -181,6 +183,23 @@ TEST(FlopsProfiler, OutputFileTakesTheReportAndModuleDepthZeroStopsAtTheModel) {
   EXPECT_NE(text.str().find("GPT2LMHeadModel(\n"), std::string::npos);
   EXPECT_EQ(text.str().find("depth 1:"), std::string::npos);
   EXPECT_EQ(text.str().find("(transformer.h.0)"), std::string::npos);
+}
+
+// DeepSpeed prints nothing when profile_step is never reached; zerotrain
+// says so at the start.
+TEST(FlopsProfiler, AProfileStepPastTheRunIsNamedAtTheStart) {
+  TempDir dir;
+  std::ofstream(dir.file("ds.json")) << profile_config(R"(, "profile_step": 5)");
+  std::ostringstream log;
+  auto c = comm::create_gloo_communicator(comm::CommOptions{});
+  ASSERT_TRUE(c.ok());
+  auto s = train(tiny_run(dir.file("ds.json"), 2, &log), **c);
+  ASSERT_TRUE(s.ok()) << s.status().to_string();
+  EXPECT_NE(log.str().find("[zerotrain] ds_config warning: flops_profiler.profile_step 5 is "
+                           "optimizer step 6, outside this run's steps 1..2: no profile"),
+            std::string::npos)
+      << log.str();
+  EXPECT_EQ(log.str().find("Profile Summary"), std::string::npos);
 }
 
 }  // namespace

@@ -90,7 +90,9 @@ TEST(EventFile, AReaderWeDidNotWriteReadsEveryScalarExactly) {
     const int64_t step = i < 190 ? i * 8 : (int64_t{1} << 40) + i;  // past 32 bits
     written.push_back({tags[i % 4], step, v});
     ASSERT_TRUE((*f)->add_scalar(written.back().tag, v, step).ok());
-    if (i % 50 == 0) ASSERT_TRUE((*f)->flush().ok());
+    if (i % 50 == 0) {
+      ASSERT_TRUE((*f)->flush().ok());
+    }
   }
   ASSERT_TRUE((*f)->flush().ok());
   const double t1 = now_seconds();
