@@ -11,6 +11,8 @@ packages=(
   nlohmann-json3-dev     # ds_config parsing
   libcli11-dev           # command line
   libprotobuf-dev protobuf-compiler  # TensorBoard event files
+  openmpi-bin mpich      # tests: workers started by mpirun / mpiexec
+  slurm-client           # tests: scontrol expands Slurm node lists (no daemon)
   libgtest-dev googletest libbenchmark-dev
 )
 

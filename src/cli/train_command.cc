@@ -1,6 +1,7 @@
 // `zerotrain train [--deepspeed ds_config.json] [--model M] [--data DIR] ...`:
-// the built-in trainer on this process's rank (RANK/WORLD_SIZE/MASTER_* as
-// `zerotrain run` sets them; alone it is rank 0 of 1). With no arguments it
+// the built-in trainer on this process's rank, from whatever started it
+// (`zerotrain run`, torchrun, mpirun, mpiexec, srun, ...: comm/job_env.h;
+// alone it is rank 0 of 1). With no arguments it
 // trains gpt2-tiny on the generated corpus with the embedded ds_config.
 #include <array>
 #include <iostream>
@@ -10,6 +11,7 @@
 
 #include "cli/commands.h"
 #include "comm/factory.h"
+#include "comm/job_env.h"
 #include "core/log.h"
 #include "device/device.h"
 #include "train/default_config.h"
@@ -46,12 +48,18 @@ int run_train(const CLI::App* cmd, TrainFlags& f) {
   o.bf16 = given(cmd, "--bf16", f.bf16);
   o.fp16 = given(cmd, "--fp16", f.fp16);
 
-  StatusOr<comm::CommOptions> copts = comm::comm_options_from_env();
-  if (!copts.ok()) {
-    std::cerr << "zerotrain train: " << copts.status().to_string() << "\n";
+  StatusOr<comm::JobEnv> job = comm::job_from_env(comm::process_env());
+  if (!job.ok()) {
+    std::cerr << "zerotrain train: " << job.status().to_string() << "\n";
     return 2;
   }
+  const comm::CommOptions* copts = &job->options;
   log::set_rank(copts->world_size > 1 ? copts->rank : -1);
+  if (copts->world_size > 1 || job->placement.external)
+    log::info(job->placement.describe(), "; store at ", job->rendezvous);
+  for (const std::string& w : job->warnings) log::warn(w);
+  // Compute threads share this host's cores among its ranks.
+  if (job->placement.local_world_size) o.local_ranks = *job->placement.local_world_size;
   if (!f.device_memory.empty()) {
     StatusOr<int64_t> bytes = device::parse_bytes(f.device_memory);
     if (!bytes.ok()) {

@@ -4,7 +4,6 @@
 
 #include <algorithm>
 
-#include "core/env.h"
 #include "core/log.h"
 #include "device/device.h"
 
@@ -323,31 +322,6 @@ Status validate_comm_options(const CommOptions& o) {
     return invalid_argument("master port " + std::to_string(o.master_port) + " is not a port");
   if (o.timeout.count() <= 0) return invalid_argument("comm timeout must be positive");
   return ok_status();
-}
-
-StatusOr<CommOptions> comm_options_from_env() {
-  CommOptions o;
-  ZT_ASSIGN_OR_RETURN(int64_t rank, env::get_int("RANK", 0));
-  ZT_ASSIGN_OR_RETURN(int64_t world, env::get_int("WORLD_SIZE", 1));
-  ZT_ASSIGN_OR_RETURN(int64_t port, env::get_int("MASTER_PORT", 29500));
-  ZT_ASSIGN_OR_RETURN(double seconds, env::get_double("ZEROTRAIN_COMM_TIMEOUT", 30.0));
-  if (world < 1 || world > 1 << 20)
-    return invalid_argument("WORLD_SIZE=" + std::to_string(world) + " must be >= 1");
-  if (rank < 0 || rank >= world)
-    return invalid_argument("RANK=" + std::to_string(rank) +
-                            " is outside WORLD_SIZE=" + std::to_string(world));
-  if (port < 1 || port > 65535)
-    return invalid_argument("MASTER_PORT=" + std::to_string(port) + " is not a TCP port");
-  if (!(seconds > 0) || seconds > 1e7)
-    return invalid_argument("ZEROTRAIN_COMM_TIMEOUT=" + std::to_string(seconds) +
-                            " must be a positive number of seconds");
-  o.rank = static_cast<int>(rank);
-  o.world_size = static_cast<int>(world);
-  o.master_port = static_cast<int>(port);
-  o.master_addr = env::get("MASTER_ADDR").value_or("127.0.0.1");
-  o.secret = env::get("ZEROTRAIN_JOB_SECRET").value_or("");
-  o.timeout = std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000.0));
-  return o;
 }
 
 }  // namespace zerotrain::comm

@@ -130,9 +130,9 @@ struct CommOptions {
   FaultPlan fault;  // tests only
 };
 
-// RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT, ZEROTRAIN_JOB_SECRET,
-// ZEROTRAIN_COMM_TIMEOUT (seconds). Unset gives the defaults above;
-// InvalidArgument naming the variable for bad values.
+// This process's job from its environment, whoever started it
+// (job_env.h: job_from_env(process_env()).options). InvalidArgument naming
+// the variable for bad or contradictory values.
 StatusOr<CommOptions> comm_options_from_env();
 Status validate_comm_options(const CommOptions& options);
 

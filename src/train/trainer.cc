@@ -108,6 +108,7 @@ Status Run::init() {
   }
   if (s_.cfg.comms_logger.enabled) enable_comms_logger();
   engine::EngineOptions eo;
+  eo.local_ranks = o_.local_ranks;
   if (o_.threads > 0) {
     omp_set_num_threads(o_.threads);
     eo.configure_threads = false;

@@ -55,6 +55,7 @@ struct TrainOptions {
   int64_t eval_interval = 0;       // validation loss every N steps; 0 = off
   int64_t eval_batches = 4;        // micro-batches per rank per validation
   int threads = 0;  // OpenMP threads per rank; 0: cores / local ranks (or OMP_NUM_THREADS)
+  int local_ranks = 0;  // ranks on this host; 0: LOCAL_WORLD_SIZE, else the world size
   // Checkpoints (engine save/load_checkpoint, tag "global_step<N>"): save
   // into save_dir every save_interval steps (0: only after the last step);
   // resume from load_dir (load_tag, or the one DIR/latest names), at any
