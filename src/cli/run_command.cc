@@ -25,6 +25,17 @@ Runner add_run_command(CLI::App& app) {
   run->add_option("--grace_period", opts->grace_period_s,
                   "seconds between SIGTERM and SIGKILL when stopping workers")
       ->capture_default_str();
+  run->add_option("--nnodes", opts->nnodes,
+                  "per-node agent mode: nodes in the job; run the same command on every node "
+                  "(default from PET_NNODES or SKYPILOT_NUM_NODES)");
+  run->add_option("--node_rank,--node-rank", opts->node_rank,
+                  "per-node agent mode: this node's index (PET_NODE_RANK, SKYPILOT_NODE_RANK)");
+  run->add_option("--nproc_per_node,--nproc-per-node", opts->nproc_per_node,
+                  "per-node agent mode: workers on this node (PET_NPROC_PER_NODE, "
+                  "SKYPILOT_NUM_GPUS_PER_NODE; default 1)");
+  run->add_flag("--no_ssh,--no-ssh", opts->no_ssh,
+                "per-node agent mode from the hostfile (DeepSpeed's --no_ssh): with --node_rank, "
+                "this host's slots, the first host as master");
   run->add_flag("--dry-run,--dry_run", opts->dry_run,
                 "print the command line and environment of every worker, run nothing");
   // Everything from the program name on belongs to the program, with or

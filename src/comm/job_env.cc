@@ -118,30 +118,31 @@ StatusOr<std::string> read_secret_file(const std::string& path) {
   return s;
 }
 
-Status resolve_secret(const EnvLookup& env, const Placement& p, JobEnv& job) {
+Status resolve_secret(const EnvLookup& env, int world_size, std::string* out,
+                      std::vector<std::string>* warnings) {
   const std::optional<std::string> secret = env("ZEROTRAIN_JOB_SECRET");
   const std::optional<std::string> file = env("ZEROTRAIN_JOB_SECRET_FILE");
   if (secret && file)
     return invalid_argument(
         "both ZEROTRAIN_JOB_SECRET and ZEROTRAIN_JOB_SECRET_FILE are set; keep one");
   if (secret && *secret == kInsecureNoSecret) {
-    if (p.world_size > 1)
-      job.warnings.push_back(
+    if (world_size > 1)
+      warnings->push_back(
           "ZEROTRAIN_JOB_SECRET=insecure-none: the rendezvous store accepts any client that "
           "reaches its port");
     return ok_status();
   }
   if (secret) {
-    job.options.secret = *secret;
+    *out = *secret;
     return ok_status();
   }
   if (file) {
-    ZT_ASSIGN_OR_RETURN(job.options.secret, read_secret_file(*file));
+    ZT_ASSIGN_OR_RETURN(*out, read_secret_file(*file));
     return ok_status();
   }
-  if (p.world_size > 1)
+  if (world_size > 1)
     return invalid_argument(
-        "no job secret for a job of " + std::to_string(p.world_size) +
+        "no job secret for a job of " + std::to_string(world_size) +
         " ranks: its rendezvous store would accept any client. Give every rank the same "
         "ZEROTRAIN_JOB_SECRET (mpirun -x ZEROTRAIN_JOB_SECRET, mpiexec -genvlist "
         "ZEROTRAIN_JOB_SECRET, srun --export=ALL) or ZEROTRAIN_JOB_SECRET_FILE (mode 600), or "
@@ -158,7 +159,7 @@ StatusOr<JobEnv> job_from_env(const EnvLookup& env) {
   job.options.rank = p.rank;
   job.options.world_size = p.world_size;
   ZT_RETURN_IF_ERROR(resolve_rendezvous(env, p, job));
-  ZT_RETURN_IF_ERROR(resolve_secret(env, p, job));
+  ZT_RETURN_IF_ERROR(resolve_secret(env, p.world_size, &job.options.secret, &job.warnings));
   ZT_ASSIGN_OR_RETURN(std::optional<double> seconds, read_double(env, "ZEROTRAIN_COMM_TIMEOUT"));
   const double s = seconds.value_or(30.0);
   if (!(s > 0) || s > 1e7)
@@ -166,6 +167,13 @@ StatusOr<JobEnv> job_from_env(const EnvLookup& env) {
                             " must be a positive number of seconds");
   job.options.timeout = std::chrono::milliseconds(static_cast<int64_t>(s * 1000.0));
   return job;
+}
+
+StatusOr<std::string> job_secret_from_env(const EnvLookup& env, int world_size,
+                                          std::vector<std::string>* warnings) {
+  std::string secret;
+  ZT_RETURN_IF_ERROR(resolve_secret(env, world_size, &secret, warnings));
+  return secret;
 }
 
 StatusOr<CommOptions> comm_options_from_env() {

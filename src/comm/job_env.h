@@ -43,4 +43,9 @@ struct JobEnv {
 
 StatusOr<JobEnv> job_from_env(const EnvLookup& env);
 
+// The job secret alone, by the rules above, for a job of `world_size`
+// ranks: the secret, or "" (none needed, or opted out: `warnings` says so).
+StatusOr<std::string> job_secret_from_env(const EnvLookup& env, int world_size,
+                                          std::vector<std::string>* warnings);
+
 }  // namespace zerotrain::comm

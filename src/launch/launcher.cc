@@ -9,12 +9,15 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <charconv>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
 #include <sstream>
 
+#include "comm/job_env.h"
 #include "core/env.h"
+#include "launch/agent.h"
 #include "launch/resources.h"
 #include "launch/supervisor.h"
 
@@ -141,9 +144,88 @@ StatusOr<std::string> make_job_secret() {
   return secret;
 }
 
+// Agent mode: this node's workers of a job that agents on every node start.
+StatusOr<JobPlan> plan_agent(const LaunchOptions& opt, const HostFacts& facts) {
+  if (!opt.include.empty() || !opt.exclude.empty() || opt.num_gpus >= 0 || opt.num_nodes >= 0)
+    return invalid_argument(
+        "--include, --exclude, --num_gpus and --num_nodes select hosts for a launch over ssh; a "
+        "per-node agent (--nnodes, --node_rank, --nproc_per_node, --no_ssh, or a Kubeflow or "
+        "SkyPilot node) runs --nproc_per_node workers on this node");
+  const AgentFlags flags{.nnodes = opt.nnodes,
+                         .node_rank = opt.node_rank,
+                         .nproc_per_node = opt.nproc_per_node,
+                         .no_ssh = opt.no_ssh,
+                         .master_addr = opt.master_addr,
+                         .master_port = opt.master_port};
+  ZT_ASSIGN_OR_RETURN(
+      Agent agent,
+      resolve_agent(flags, comm::process_env(),
+                    facts.hostfile.value_or(std::vector<HostfileEntry>{}), facts.hostname));
+  // This node's devices: the first P visible ones, else 0..P-1.
+  NodeSlots node{.host = "localhost", .slots = {}};
+  if (facts.cuda_visible_devices && !facts.cuda_visible_devices->empty()) {
+    std::stringstream ids(*facts.cuda_visible_devices);
+    for (std::string id; std::getline(ids, id, ',');) {
+      int v = 0;
+      auto [p, ec] = std::from_chars(id.data(), id.data() + id.size(), v);
+      if (ec != std::errc() || p != id.data() + id.size())
+        return invalid_argument("CUDA_VISIBLE_DEVICES=" + *facts.cuda_visible_devices + ": '" + id +
+                                "' is not a device index");
+      node.slots.push_back(v);
+    }
+    if (static_cast<int>(node.slots.size()) < agent.nproc_per_node)
+      return invalid_argument("--nproc_per_node " + std::to_string(agent.nproc_per_node) +
+                              " but CUDA_VISIBLE_DEVICES=" + *facts.cuda_visible_devices +
+                              " shows " + std::to_string(node.slots.size()) + " device(s)");
+    node.slots.resize(agent.nproc_per_node);
+  } else {
+    for (int i = 0; i < agent.nproc_per_node; ++i) node.slots.push_back(i);
+  }
+  JobArgs args;
+  args.command = opt.command;
+  args.cwd = current_dir();
+  args.hostname = facts.hostname;
+  args.first_rank = agent.first_rank();
+  args.first_node = agent.node_rank;
+  args.world_size = agent.world_size();
+  args.master_addr = agent.master_addr.empty() ? "127.0.0.1" : agent.master_addr;
+  args.master_port = agent.master_port;
+  if (args.master_port < 0) {
+    ZT_ASSIGN_OR_RETURN(args.master_port, pick_free_port());
+  }
+  // Every agent must hand its workers the same secret: it comes from the
+  // environment (one node alone may mint its own).
+  std::vector<std::string> warnings;
+  if (agent.nnodes > 1) {
+    ZT_ASSIGN_OR_RETURN(args.job_secret, comm::job_secret_from_env(comm::process_env(),
+                                                                   agent.world_size(), &warnings));
+    if (args.job_secret.empty()) args.job_secret = std::string(comm::kInsecureNoSecret);
+  } else {
+    std::optional<std::string> own = env::get("ZEROTRAIN_JOB_SECRET");
+    if (own) {
+      args.job_secret = *own;
+    } else {
+      ZT_ASSIGN_OR_RETURN(args.job_secret, make_job_secret());
+    }
+  }
+  for (const std::string& w : warnings) say("warning: " + w);
+  ZT_ASSIGN_OR_RETURN(JobPlan plan, plan_job({node}, args));
+  say("agent for node " + std::to_string(agent.node_rank) + " of " + std::to_string(agent.nnodes) +
+      " (" + agent.source + "): ranks " + std::to_string(agent.first_rank()) + ".." +
+      std::to_string(agent.first_rank() + agent.nproc_per_node - 1) + " of " +
+      std::to_string(agent.world_size()) + ", MASTER_ADDR=" + plan.master_addr +
+      " MASTER_PORT=" + std::to_string(plan.master_port));
+  return plan;
+}
+
 StatusOr<JobPlan> plan_launch(const LaunchOptions& opt) {
   ZT_RETURN_IF_ERROR(check_options(opt));
   ZT_ASSIGN_OR_RETURN(HostFacts facts, gather_facts(opt));
+  const AgentFlags flags{.nnodes = opt.nnodes,
+                         .node_rank = opt.node_rank,
+                         .nproc_per_node = opt.nproc_per_node,
+                         .no_ssh = opt.no_ssh};
+  if (agent_mode(flags, comm::process_env())) return plan_agent(opt, facts);
   SelectionArgs sel_args{opt.include, opt.exclude, opt.num_gpus, opt.num_nodes};
   ZT_ASSIGN_OR_RETURN(Selection sel, select_resources(facts, sel_args));
   for (const std::string& note : sel.notes) say(note);

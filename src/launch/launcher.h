@@ -53,6 +53,10 @@ struct LaunchOptions {
   bool dry_run = false;               // print one line per worker and exit 0
   double grace_period_s = 5;          // SIGTERM -> SIGKILL delay when stopping workers
   std::vector<std::string> command;   // PROG ARGS...
+  // Per-node agent mode (agent.h): --nnodes, --node_rank,
+  // --nproc_per_node, --no_ssh; master_addr/master_port above.
+  int nnodes = -1, node_rank = -1, nproc_per_node = -1;
+  bool no_ssh = false;
 
   // For tests and callers that know better than the machine:
   int gpu_count = -1;           // -1 = count the entries of /proc/driver/nvidia/gpus

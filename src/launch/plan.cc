@@ -82,6 +82,7 @@ StatusOr<JobPlan> plan_job(const std::vector<NodeSlots>& nodes, const JobArgs& a
   size_t world_size = 0;
   for (const NodeSlots& n : nodes) world_size += n.slots.size();
   if (world_size == 0) return invalid_argument("no slots selected");
+  if (args.world_size > 0) world_size = static_cast<size_t>(args.world_size);
 
   JobPlan plan;
   plan.local_only = all_local(nodes, args.hostname);
@@ -94,7 +95,7 @@ StatusOr<JobPlan> plan_job(const std::vector<NodeSlots>& nodes, const JobArgs& a
                        : is_local_host(first, args.hostname) ? args.hostname
                                                              : first;
   }
-  int rank = 0;
+  int rank = args.first_rank;
   for (size_t node = 0; node < nodes.size(); ++node) {
     const NodeSlots& n = nodes[node];
     const bool remote = !is_local_host(n.host, args.hostname);
@@ -102,7 +103,7 @@ StatusOr<JobPlan> plan_job(const std::vector<NodeSlots>& nodes, const JobArgs& a
       WorkerSpec w;
       w.rank = rank++;
       w.local_rank = static_cast<int>(i);
-      w.node_rank = static_cast<int>(node);
+      w.node_rank = args.first_node + static_cast<int>(node);
       w.host = n.host;
       w.device = n.slots[i];
       w.remote = remote;

@@ -64,10 +64,14 @@ struct JobArgs {
   std::string cwd;                // remote workers cd here first
   std::string hostname;           // this machine, for is_local_host
   std::vector<EnvVar> extra_env;  // exported in jobs with a remote host
+  // Agent mode (agent.h): these nodes are part of a larger job whose ranks
+  // start at first_rank, whose nodes at first_node, of world_size ranks in
+  // all (0: the slots given here).
+  int first_rank = 0, first_node = 0, world_size = 0;
 };
 
 struct JobPlan {
-  std::vector<WorkerSpec> workers;  // index == rank
+  std::vector<WorkerSpec> workers;  // index == rank - first_rank
   std::string master_addr;
   int master_port = 0;
   bool local_only = true;

@@ -73,7 +73,7 @@ class Job {
     for (size_t i = 0; i < children_.size(); ++i) {
       if (!children_[i].running) continue;
       if (::kill(-children_[i].pid, sig) != 0) ::kill(children_[i].pid, sig);
-      if (sig == SIGKILL) sigkilled_ranks_.push_back(static_cast<int>(i));
+      if (sig == SIGKILL) sigkilled_ranks_.push_back(workers_[i].rank);
     }
   }
 

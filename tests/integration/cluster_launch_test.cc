@@ -1,0 +1,212 @@
+// Workers started the ways clusters start them (issue #22), each run
+// against `zerotrain run --num_gpus 2` on the same 20 steps: Debian's Open
+// MPI (`mpirun.openmpi -np 2`) and MPICH (`mpiexec.mpich -n 2`), whose
+// workers find their ranks in the launcher's own variables; and two
+// per-node agents (`zerotrain run --nnodes 2 --node_rank K`, one from flags,
+// one from Kubeflow's PET_* variables). Per-step losses are bitwise equal.
+// Without a job secret mpirun's workers are refused by name; a worker
+// killed on one agent's node ends both agents' jobs within the comm
+// timeout, the survivor naming the dead rank.
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <csignal>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <regex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "integration/subprocess.h"
+
+namespace zerotrain::testing {
+namespace {
+
+using namespace std::chrono_literals;
+
+int free_port() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  a.sin_port = 0;
+  socklen_t len = sizeof(a);
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0 ||
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) != 0) {
+    ::close(fd);
+    return 0;
+  }
+  ::close(fd);
+  return ntohs(a.sin_port);
+}
+
+// The "loss" fields of a --metrics file, as printed (%.9g: a float's bits).
+std::vector<std::string> losses(const std::string& path) {
+  std::ifstream in(path);
+  std::vector<std::string> out;
+  static const std::regex kLoss(R"("loss": ([^,]+),)");
+  std::smatch m;
+  for (std::string line; std::getline(in, line);)
+    if (std::regex_search(line, m, kLoss)) out.push_back(m[1]);
+  return out;
+}
+
+// The environment every run shares: one compute thread a rank (the same
+// GEMM blocking under every launcher), and what Open MPI needs as root.
+std::vector<std::string> base_env(int port) {
+  return {"ZEROTRAIN_JOB_SECRET=mpi-launch-test", "MASTER_PORT=" + std::to_string(port),
+          "OMP_NUM_THREADS=1", "OMPI_ALLOW_RUN_AS_ROOT=1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1"};
+}
+
+std::vector<std::string> train_args(const std::string& metrics) {
+  return {ZT_BIN, "train", "--steps", "20", "--seq-len", "32", "--metrics", metrics};
+}
+
+class ClusterLaunch : public ::testing::Test {
+ protected:
+  // The reference run, once for the suite.
+  static void SetUpTestSuite() {
+    dir_ = ::testing::TempDir() + "zt_cluster_" + std::to_string(::getpid());
+    std::filesystem::create_directories(dir_);
+    const std::string ref = dir_ + "/run.jsonl";
+    std::vector<std::string> argv = {
+        ZT_BIN, "run", "--num_gpus", "2", "--master_port", std::to_string(free_port()), "--"};
+    for (const std::string& a : train_args(ref)) argv.push_back(a);
+    const ProcessResult r = run_process(argv, 180s, {"OMP_NUM_THREADS=1"});
+    reference_ = losses(ref);
+    if (r.exit_code != 0) reference_.clear();
+  }
+  static void TearDownTestSuite() { std::filesystem::remove_all(dir_); }
+  void SetUp() override {
+    ASSERT_EQ(reference_.size(), 20u) << "the zerotrain run --num_gpus 2 reference failed";
+  }
+
+  void expect_same_losses(const std::vector<std::string>& launcher, const std::string& name) {
+    const std::string metrics = dir_ + "/" + name + ".jsonl";
+    std::vector<std::string> argv = launcher;
+    for (const std::string& a : train_args(metrics)) argv.push_back(a);
+    const ProcessResult r = run_process(argv, 180s, base_env(free_port()));
+    ASSERT_NE(r.exit_code, 127) << argv[0]
+                                << " not found: scripts/install-deps.sh installs Debian's "
+                                   "openmpi-bin and mpich";
+    ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+    EXPECT_EQ(losses(metrics), reference_) << name;
+    // Each rank names the contract it read.
+    for (int rank = 0; rank < 2; ++rank)
+      EXPECT_NE(r.err.find("[zerotrain rank " + std::to_string(rank) + "] info: rank " +
+                           std::to_string(rank) + "/2 (local " + std::to_string(rank) + "/2)"),
+                std::string::npos)
+          << r.err;
+  }
+
+  static std::string dir_;
+  static std::vector<std::string> reference_;
+};
+std::string ClusterLaunch::dir_;
+std::vector<std::string> ClusterLaunch::reference_;
+
+TEST_F(ClusterLaunch, OpenMpiMpirunMatchesZerotrainRunBitwise) {
+  expect_same_losses({"mpirun.openmpi", "--oversubscribe", "-np", "2", "-x", "ZEROTRAIN_JOB_SECRET",
+                      "-x", "MASTER_PORT", "-x", "OMP_NUM_THREADS"},
+                     "openmpi");
+}
+
+TEST_F(ClusterLaunch, MpichMpiexecMatchesZerotrainRunBitwise) {
+  // Hydra forwards the launching environment.
+  expect_same_losses({"mpiexec.mpich", "-n", "2"}, "mpich");
+}
+
+// Two agents, as on two nodes: node 0 from flags, node 1 from what
+// Kubeflow sets in its pod.
+TEST_F(ClusterLaunch, PerNodeAgentsMatchZerotrainRunBitwise) {
+  const int port = free_port();
+  const std::string m0 = dir_ + "/agent0.jsonl", m1 = dir_ + "/agent1.jsonl";
+  std::vector<std::string> a0 = {
+      ZT_BIN,      "run",           "--nnodes",           "2", "--node_rank", "0", "--master_addr",
+      "127.0.0.1", "--master_port", std::to_string(port), "--"};
+  for (const std::string& a : train_args(m0)) a0.push_back(a);
+  std::vector<std::string> a1 = {ZT_BIN, "run", "--"};
+  for (const std::string& a : train_args(m1)) a1.push_back(a);
+  std::vector<std::string> env1 = base_env(port);
+  for (const char* kv :
+       {"PET_NNODES=2", "PET_NODE_RANK=1", "PET_NPROC_PER_NODE=1", "PET_MASTER_ADDR=127.0.0.1"})
+    env1.push_back(kv);
+  env1.push_back("PET_MASTER_PORT=" + std::to_string(port));
+  Subprocess node1(a1, env1);
+  Subprocess node0(a0, base_env(port));
+  const ProcessResult r0 = node0.wait(180s), r1 = node1.wait(180s);
+  ASSERT_EQ(r0.exit_code, 0) << r0.err;
+  ASSERT_EQ(r1.exit_code, 0) << r1.err;
+  EXPECT_EQ(losses(m0), reference_);
+  EXPECT_NE(r1.err.find("zerotrain run: agent for node 1 of 2 (PET_NNODES, PET_NODE_RANK, "
+                        "PET_NPROC_PER_NODE, PET_MASTER_ADDR, PET_MASTER_PORT): ranks 1..1 of 2"),
+            std::string::npos)
+      << r1.err;
+}
+
+TEST(ClusterLaunchFailure, AWorkerKilledOnOneNodeEndsBothAgentsNamingIt) {
+  const int port = free_port();
+  std::vector<std::string> env = base_env(port);
+  env.push_back("ZEROTRAIN_COMM_TIMEOUT=5");
+  auto agent = [&](int k) {
+    return std::vector<std::string>{ZT_BIN,
+                                    "run",
+                                    "--nnodes",
+                                    "2",
+                                    "--node_rank",
+                                    std::to_string(k),
+                                    "--master_addr",
+                                    "127.0.0.1",
+                                    "--master_port",
+                                    std::to_string(port),
+                                    "--",
+                                    ZT_BIN,
+                                    "train",
+                                    "--steps",
+                                    "100000",
+                                    "--seq-len",
+                                    "32"};
+  };
+  Subprocess node0(agent(0), env);
+  Subprocess node1(agent(1), env);
+  std::map<int, int> workers;
+  for (auto deadline = std::chrono::steady_clock::now() + 30s;
+       std::chrono::steady_clock::now() < deadline && workers.empty();
+       std::this_thread::sleep_for(10ms))
+    workers = workers_by_rank(node1.pid());
+  ASSERT_EQ(workers.count(1), 1u) << "node 1's agent started no rank 1";
+  std::this_thread::sleep_for(3s);  // past the rendezvous, into the steps
+  const auto killed_at = std::chrono::steady_clock::now();
+  ASSERT_EQ(::kill(workers[1], SIGKILL), 0);
+  const ProcessResult r1 = node1.wait(60s), r0 = node0.wait(60s);
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - killed_at).count();
+  ASSERT_FALSE(r0.timed_out || r1.timed_out);
+  EXPECT_LT(seconds, 5 + 20.0) << "the comm timeout is 5 s";
+  EXPECT_EQ(r1.exit_code, 128 + SIGKILL) << r1.err;
+  EXPECT_NE(r1.err.find("rank 1 (host localhost, local rank 0) was killed by signal 9"),
+            std::string::npos)
+      << r1.err;
+  EXPECT_NE(r0.exit_code, 0);
+  EXPECT_NE(r0.err.find("peer rank 1"), std::string::npos) << r0.err;
+}
+
+TEST(ClusterLaunchRefusal, NoJobSecretIsRefusedByName) {
+  std::vector<std::string> env = base_env(free_port());
+  env.erase(env.begin());                 // no ZEROTRAIN_JOB_SECRET
+  env.push_back("ZEROTRAIN_JOB_SECRET");  // unset it if the caller has one
+  const ProcessResult r = run_process(
+      {"mpirun.openmpi", "--oversubscribe", "-np", "2", ZT_BIN, "train", "--steps", "2"}, 60s, env);
+  ASSERT_NE(r.exit_code, 127) << "mpirun.openmpi not found: scripts/install-deps.sh installs it";
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE((r.out + r.err).find("no job secret for a job of 2 ranks"), std::string::npos)
+      << r.out << r.err;
+  EXPECT_LT(r.seconds, 30);
+}
+
+}  // namespace
+}  // namespace zerotrain::testing
