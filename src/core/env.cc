@@ -1,6 +1,8 @@
 // Environment registry: names, meanings, and typed reads.
 #include "core/env.h"
 
+#include <unistd.h>
+
 #include <cerrno>
 #include <cstdlib>
 #include <string>
@@ -80,6 +82,13 @@ constexpr Var kRegistry[] = {
      "checkpoint save"},
 };
 
+// Families read by prefix (forwarded to remote workers, as DeepSpeed's
+// runner exports them): their members are the libraries' own settings.
+constexpr Var kPrefixes[] = {
+    {"NCCL_", "NCCL's settings (interfaces, IB, debug): forwarded to remote workers"},
+    {"UCX_", "UCX's settings (transports): forwarded to remote workers"},
+};
+
 bool is_registered(std::string_view name) {
   for (const Var& v : kRegistry)
     if (name == v.name) return true;
@@ -89,6 +98,21 @@ bool is_registered(std::string_view name) {
 }  // namespace
 
 std::span<const Var> registry() { return kRegistry; }
+std::span<const Var> registered_prefixes() { return kPrefixes; }
+
+std::vector<std::pair<std::string, std::string>> with_prefix(std::string_view prefix) {
+  bool known = false;
+  for (const Var& v : kPrefixes) known = known || prefix == v.name;
+  ZT_CHECK(known, "environment prefix ", prefix, " is not registered (src/core/env.cc)");
+  std::vector<std::pair<std::string, std::string>> out;
+  for (char** e = environ; *e != nullptr; ++e) {
+    const std::string_view kv(*e);
+    const size_t eq = kv.find('=');
+    if (eq == std::string_view::npos || kv.substr(0, prefix.size()) != prefix) continue;
+    out.emplace_back(std::string(kv.substr(0, eq)), std::string(kv.substr(eq + 1)));
+  }
+  return out;
+}
 
 std::optional<std::string> get(std::string_view name) {
   ZT_CHECK(is_registered(name), "environment variable ", name,

@@ -13,6 +13,8 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "core/status.h"
 
@@ -24,6 +26,10 @@ struct Var {
 };
 
 std::span<const Var> registry();
+// Variable families read by prefix ("NCCL_", "UCX_").
+std::span<const Var> registered_prefixes();
+// Every set variable starting with a registered prefix, as (name, value).
+std::vector<std::pair<std::string, std::string>> with_prefix(std::string_view prefix);
 
 // The raw value, or nullopt when unset.
 std::optional<std::string> get(std::string_view name);

@@ -68,6 +68,9 @@ StatusOr<std::vector<EnvVar>> remote_extra_env(const std::string& cwd) {
   std::vector<EnvVar> vars;
   for (const char* name : kForwardedVars)
     if (std::optional<std::string> v = env::get(name)) vars.push_back({name, *v});
+  // NCCL's and UCX's own settings, as DeepSpeed's runner exports them.
+  for (const char* prefix : {"NCCL_", "UCX_"})
+    for (auto& [name, value] : env::with_prefix(prefix)) vars.push_back({name, value});
   std::string file = env::get("DS_ENV_FILE").value_or(".deepspeed_env");
   std::vector<std::string> paths;
   if (!file.empty() && file.front() == '/') {

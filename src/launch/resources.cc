@@ -279,12 +279,22 @@ StatusOr<std::vector<HostfileEntry>> parse_hostfile(std::string_view text, std::
     size_t ws = line.find_first_of(" \t");
     std::string_view host = line.substr(0, ws);
     std::string_view rest = ws == std::string_view::npos ? "" : trim(line.substr(ws));
-    size_t eq = rest.find('=');
     std::optional<int> slots;
-    if (eq != std::string_view::npos && trim(rest.substr(0, eq)) == "slots")
+    const size_t colon = host.find(':');
+    if (rest.empty() && colon != std::string_view::npos &&
+        host.find(':', colon + 1) == std::string_view::npos) {
+      // MPICH/Hydra's `host:N` (an IPv6 address has more than one ':').
+      slots = parse_count(host.substr(colon + 1));
+      host = host.substr(0, colon);
+    } else if (rest.empty()) {
+      slots = 1;  // a bare host: `scontrol show hostnames` output, MVAPICH's format
+    } else if (size_t eq = rest.find('=');
+               eq != std::string_view::npos && trim(rest.substr(0, eq)) == "slots") {
       slots = parse_count(trim(rest.substr(eq + 1)));
-    if (!slots || *slots < 1)
-      return invalid_argument(where + "expected 'HOST slots=N' with N >= 1, got '" +
+    }
+    if (!slots || *slots < 1 || host.empty())
+      return invalid_argument(where +
+                              "expected 'HOST slots=N', 'HOST:N' or 'HOST' with N >= 1, got '" +
                               std::string(line) + "'");
     for (const HostfileEntry& e : entries)
       if (e.host == host)

@@ -232,6 +232,7 @@ TEST_F(DryRun, UserVisibleDevicesSelectAndRefuse) {
 }
 
 TEST_F(DryRun, RemoteJobsExportDeepspeedEnvFromHomeThenCwdAndForwardedVars) {
+  // (NCCL_*/UCX_* from the launcher's environment come before the files.)
   ASSERT_EQ(std::system(("mkdir '" + dir_ + "/home' '" + dir_ + "/work'").c_str()), 0);
   write("home/.deepspeed_env", "A=home\nB=home\n");
   write("work/.deepspeed_env", "# project settings\nB=cwd value\n");
@@ -240,6 +241,8 @@ TEST_F(DryRun, RemoteJobsExportDeepspeedEnvFromHomeThenCwdAndForwardedVars) {
   ASSERT_NE(::getcwd(old_cwd, sizeof old_cwd), nullptr);
   ::setenv("HOME", (dir_ + "/home").c_str(), 1);
   ::setenv("OMP_NUM_THREADS", "3", 1);
+  ::setenv("NCCL_SOCKET_IFNAME", "ib0", 1);  // NCCL_* and UCX_*, as DeepSpeed exports them
+  ::setenv("UCX_TLS", "tcp", 1);
   ASSERT_EQ(::chdir((dir_ + "/work").c_str()), 0);
   char cwd[4096];
   ASSERT_NE(::getcwd(cwd, sizeof cwd), nullptr);
@@ -253,17 +256,22 @@ TEST_F(DryRun, RemoteJobsExportDeepspeedEnvFromHomeThenCwdAndForwardedVars) {
 
   ::unsetenv("DS_ENV_FILE");
   ::unsetenv("OMP_NUM_THREADS");
+  ::unsetenv("NCCL_SOCKET_IFNAME");
+  ::unsetenv("UCX_TLS");
   ::setenv("HOME", old_home.c_str(), 1);
   ASSERT_EQ(::chdir(old_cwd), 0);
   ASSERT_TRUE(plan.ok()) << plan.status().to_string();
   ASSERT_TRUE(plan_abs.ok()) << plan_abs.status().to_string();
   const std::string& remote = plan->workers[0].argv.back();
   EXPECT_EQ(remote.rfind("cd " + shell_quote(cwd) + " && ", 0), 0u) << remote;
-  EXPECT_NE(remote.find("exec env OMP_NUM_THREADS=3 A=home 'B=cwd value' RANK=0 "),
+  EXPECT_NE(remote.find("exec env OMP_NUM_THREADS=3 NCCL_SOCKET_IFNAME=ib0 UCX_TLS=tcp A=home "
+                        "'B=cwd value' RANK=0 "),
             std::string::npos)
       << remote;
   const std::string& remote_abs = plan_abs->workers[0].argv.back();
-  EXPECT_NE(remote_abs.find("exec env OMP_NUM_THREADS=3 C=only RANK=0 "), std::string::npos)
+  EXPECT_NE(remote_abs.find("exec env OMP_NUM_THREADS=3 NCCL_SOCKET_IFNAME=ib0 UCX_TLS=tcp C=only "
+                            "RANK=0 "),
+            std::string::npos)
       << remote_abs;
 }
 

@@ -84,6 +84,24 @@ TEST(Hostfile, ParsesSlotsCommentsAndBlankLines) {
   EXPECT_EQ((*r)[1].slots, 2);
 }
 
+// Open MPI's `host slots=N`, MPICH/Hydra's `host:N` (what MPIJob writes for
+// Intel MPI and MPICH), bare hosts (one slot each: `scontrol show
+// hostnames` output), FQDNs and IPv6 addresses.
+TEST(Hostfile, TheFormatsClustersWrite) {
+  auto r = parse_hostfile(
+      "job-worker-0.job-worker.ns.svc slots=2\nnode3:4\nnode4\nfe80::1 slots=2\n# c\n", "hf");
+  ASSERT_TRUE(r.ok()) << r.status().to_string();
+  ASSERT_EQ(r->size(), 4u);
+  EXPECT_EQ((*r)[0].host, "job-worker-0.job-worker.ns.svc");
+  EXPECT_EQ((*r)[0].slots, 2);
+  EXPECT_EQ((*r)[1].host, "node3");
+  EXPECT_EQ((*r)[1].slots, 4);
+  EXPECT_EQ((*r)[2].host, "node4");
+  EXPECT_EQ((*r)[2].slots, 1);
+  EXPECT_EQ((*r)[3].host, "fe80::1");
+  EXPECT_EQ((*r)[3].slots, 2);
+}
+
 TEST(Hostfile, ErrorsNameFileAndLine) {
   auto dup = parse_hostfile("a slots=1\n# c\nb slots=2\na slots=3\n", "hf");
   ASSERT_FALSE(dup.ok());
@@ -94,8 +112,10 @@ TEST(Hostfile, ErrorsNameFileAndLine) {
   EXPECT_NE(bad.status().message().find("hf:3: expected 'HOST slots=N'"), std::string::npos)
       << bad.status().message();
   EXPECT_FALSE(parse_hostfile("a slots=x\n", "hf").ok());
-  EXPECT_FALSE(parse_hostfile("a\n", "hf").ok());
   EXPECT_FALSE(parse_hostfile("a slots=0\n", "hf").ok());
+  EXPECT_FALSE(parse_hostfile("a:0\n", "hf").ok());
+  EXPECT_FALSE(parse_hostfile("a:x\n", "hf").ok());
+  EXPECT_FALSE(parse_hostfile(":2\n", "hf").ok());
   auto empty = parse_hostfile("# nothing\n", "hf");
   ASSERT_FALSE(empty.ok());
   EXPECT_NE(empty.status().message().find("lists no hosts"), std::string::npos);
