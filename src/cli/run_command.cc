@@ -36,6 +36,11 @@ Runner add_run_command(CLI::App& app) {
   run->add_flag("--no_ssh,--no-ssh", opts->no_ssh,
                 "per-node agent mode from the hostfile (DeepSpeed's --no_ssh): with --node_rank, "
                 "this host's slots, the first host as master");
+  run->add_option("--max_restarts,--max-restarts", opts->max_restarts,
+                  "after a worker fails, restart all workers up to N times (each gets "
+                  "ZEROTRAIN_RESTART_COUNT; `zerotrain train --save DIR` then resumes DIR's latest "
+                  "checkpoint)")
+      ->capture_default_str();
   run->add_flag("--dry-run,--dry_run", opts->dry_run,
                 "print the command line and environment of every worker, run nothing");
   // Everything from the program name on belongs to the program, with or

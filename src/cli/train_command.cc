@@ -4,6 +4,7 @@
 // alone it is rank 0 of 1). With no arguments it
 // trains gpt2-tiny on the generated corpus with the embedded ds_config.
 #include <array>
+#include <filesystem>
 #include <iostream>
 #include <memory>
 #include <optional>
@@ -12,6 +13,7 @@
 #include "cli/commands.h"
 #include "comm/factory.h"
 #include "comm/job_env.h"
+#include "core/env.h"
 #include "core/log.h"
 #include "device/device.h"
 #include "train/default_config.h"
@@ -58,6 +60,23 @@ int run_train(const CLI::App* cmd, TrainFlags& f) {
   if (copts->world_size > 1 || job->placement.external)
     log::info(job->placement.describe(), "; store at ", job->rendezvous);
   for (const std::string& w : job->warnings) log::warn(w);
+  // A restarted job (zerotrain run --max_restarts) resumes where its
+  // checkpoints got to.
+  StatusOr<int64_t> restart = env::get_int("ZEROTRAIN_RESTART_COUNT", 0);
+  if (!restart.ok()) {
+    std::cerr << "zerotrain train: " << restart.status().message() << "\n";
+    return 2;
+  }
+  if (*restart > 0 && o.load_dir.empty()) {
+    if (!o.save_dir.empty() && std::filesystem::exists(o.save_dir + "/latest")) {
+      o.load_dir = o.save_dir;
+      log::info("restart ", *restart, ": resuming from the latest checkpoint in ", o.save_dir);
+    } else {
+      log::warn("restart ", *restart, ": no checkpoint ",
+                o.save_dir.empty() ? std::string("(no --save)") : "in " + o.save_dir,
+                ", so training starts again from step 1");
+    }
+  }
   // Compute threads share this host's cores among its ranks.
   if (job->placement.local_world_size) o.local_ranks = *job->placement.local_world_size;
   if (!f.device_memory.empty()) {

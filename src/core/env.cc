@@ -66,6 +66,9 @@ constexpr Var kRegistry[] = {
     {"ZEROTRAIN_COMM_TIMEOUT",
      "seconds a collective or store wait may take before failing (default 30)"},
     {"ZEROTRAIN_NODE_RANK", "index of this host among the job's hosts"},
+    {"ZEROTRAIN_RESTART_COUNT",
+     "set by `zerotrain run --max_restarts` on restarted workers: which restart this is; "
+     "`zerotrain train --save DIR` then resumes DIR's latest checkpoint"},
     {"ZEROTRAIN_LOG_LEVEL", "debug, info (default), warn or error"},
     {"ZEROTRAIN_DEVICE_MEMORY",
      "capacity of the CPU device's memory, e.g. 512MiB (default unlimited); allocations beyond it "

@@ -98,6 +98,9 @@ Status check_options(const LaunchOptions& opt) {
     return invalid_argument("--master_port must be in 1..65535 (got " +
                             std::to_string(opt.master_port) + ")");
   if (!(opt.grace_period_s >= 0)) return invalid_argument("the grace period must be >= 0 seconds");
+  if (opt.max_restarts < 0)
+    return invalid_argument("--max_restarts must be >= 0 (got " + std::to_string(opt.max_restarts) +
+                            ")");
   return ok_status();
 }
 
@@ -228,7 +231,13 @@ StatusOr<JobPlan> plan_launch(const LaunchOptions& opt) {
                          .node_rank = opt.node_rank,
                          .nproc_per_node = opt.nproc_per_node,
                          .no_ssh = opt.no_ssh};
-  if (agent_mode(flags, comm::process_env())) return plan_agent(opt, facts);
+  if (agent_mode(flags, comm::process_env())) {
+    if (opt.max_restarts > 0)
+      return invalid_argument(
+          "--max_restarts restarts a job its one launcher supervises; per-node agents restart "
+          "nothing yet (each agent's workers would re-rendezvous alone)");
+    return plan_agent(opt, facts);
+  }
   SelectionArgs sel_args{opt.include, opt.exclude, opt.num_gpus, opt.num_nodes};
   ZT_ASSIGN_OR_RETURN(Selection sel, select_resources(facts, sel_args));
   for (const std::string& note : sel.notes) say(note);
@@ -244,6 +253,7 @@ StatusOr<JobPlan> plan_launch(const LaunchOptions& opt) {
     ZT_ASSIGN_OR_RETURN(args.master_port, pick_free_port());
   }
   ZT_ASSIGN_OR_RETURN(args.job_secret, make_job_secret());
+  args.restart_count = opt.restart_count;
   if (!local_only) {
     ZT_ASSIGN_OR_RETURN(args.extra_env, remote_extra_env(args.cwd));
   }
@@ -253,20 +263,31 @@ StatusOr<JobPlan> plan_launch(const LaunchOptions& opt) {
   return plan;
 }
 
-int run_launcher(const LaunchOptions& opt) {
-  StatusOr<JobPlan> plan = plan_launch(opt);
-  if (!plan.ok()) {
-    say("error: " + plan.status().message());
-    return 2;
+int run_launcher(const LaunchOptions& options) {
+  LaunchOptions opt = options;
+  for (;;) {
+    StatusOr<JobPlan> plan = plan_launch(opt);
+    if (!plan.ok()) {
+      say("error: " + plan.status().message());
+      return 2;
+    }
+    if (opt.dry_run) {
+      std::ostream& out = opt.out ? *opt.out : std::cout;
+      for (const WorkerSpec& w : plan->workers) out << render_command(w) << "\n";
+      out.flush();
+      return 0;
+    }
+    std::cout.flush();  // the workers share our stdout
+    const SupervisedJob job = supervise_job(plan->workers, SupervisorOptions{opt.grace_period_s});
+    // Restart after a worker failed; not after a program that cannot run,
+    // nor after the launcher itself was told to stop.
+    if (job.end != JobEnd::kWorkerFailed || opt.restart_count >= opt.max_restarts) return job.code;
+    ++opt.restart_count;
+    say("restarting all workers (restart " + std::to_string(opt.restart_count) + " of " +
+        std::to_string(opt.max_restarts) +
+        "); `zerotrain train --save DIR` resumes from DIR's "
+        "latest checkpoint");
   }
-  if (opt.dry_run) {
-    std::ostream& out = opt.out ? *opt.out : std::cout;
-    for (const WorkerSpec& w : plan->workers) out << render_command(w) << "\n";
-    out.flush();
-    return 0;
-  }
-  std::cout.flush();  // the workers share our stdout
-  return supervise(plan->workers, SupervisorOptions{opt.grace_period_s});
 }
 
 }  // namespace zerotrain::launch

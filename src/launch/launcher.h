@@ -57,6 +57,12 @@ struct LaunchOptions {
   // --nproc_per_node, --no_ssh; master_addr/master_port above.
   int nnodes = -1, node_rank = -1, nproc_per_node = -1;
   bool no_ssh = false;
+  // After a worker fails, restart every worker up to this many times (as
+  // torchrun's --max-restarts); each restart is planned afresh and its
+  // workers get ZEROTRAIN_RESTART_COUNT, from which `zerotrain train
+  // --save DIR` resumes DIR's latest checkpoint. Not in agent mode.
+  int max_restarts = 0;
+  int restart_count = 0;  // set by run_launcher for each restart
 
   // For tests and callers that know better than the machine:
   int gpu_count = -1;           // -1 = count the entries of /proc/driver/nvidia/gpus

@@ -65,6 +65,8 @@ std::vector<EnvVar> worker_env(const JobPlan& plan, const JobArgs& args, const W
                      {"CUDA_VISIBLE_DEVICES", std::to_string(w.device)},
                      {"ZEROTRAIN_JOB_SECRET", args.job_secret},
                  });
+  if (args.restart_count > 0)
+    merge_env(env, {{"ZEROTRAIN_RESTART_COUNT", std::to_string(args.restart_count)}});
   return env;
 }
 

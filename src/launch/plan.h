@@ -68,6 +68,9 @@ struct JobArgs {
   // start at first_rank, whose nodes at first_node, of world_size ranks in
   // all (0: the slots given here).
   int first_rank = 0, first_node = 0, world_size = 0;
+  // > 0: the job's restart number (--max_restarts), given to every worker
+  // as ZEROTRAIN_RESTART_COUNT.
+  int restart_count = 0;
 };
 
 struct JobPlan {

@@ -38,7 +38,7 @@ class Job {
   Job(const std::vector<WorkerSpec>& workers, const SupervisorOptions& options, SignalPipe& pipe)
       : workers_(workers), options_(options), pipe_(pipe), children_(workers.size()) {}
 
-  int run() {
+  SupervisedJob run() {
     Status started = start_all();
     if (!started.ok()) {
       stopped_count_ = running_count();
@@ -46,7 +46,12 @@ class Job {
       if (stopped_count_ > 0) stop(SIGTERM);
     }
     wait_loop();
-    return report();
+    const int code = report();
+    const JobEnd end = !spawn_error_.empty() ? JobEnd::kSpawnFailed
+                       : failed_rank_ >= 0   ? JobEnd::kWorkerFailed
+                       : interrupted_by_ > 0 ? JobEnd::kInterrupted
+                                             : JobEnd::kSucceeded;
+    return {code, end};
   }
 
  private:
@@ -227,11 +232,16 @@ class Job {
 
 }  // namespace
 
-int supervise(const std::vector<WorkerSpec>& workers, const SupervisorOptions& options) {
-  if (workers.empty()) return 0;
+SupervisedJob supervise_job(const std::vector<WorkerSpec>& workers,
+                            const SupervisorOptions& options) {
+  if (workers.empty()) return {};
   SignalPipe pipe;  // before the first fork, so no SIGCHLD is missed
   Job job(workers, options, pipe);
   return job.run();
+}
+
+int supervise(const std::vector<WorkerSpec>& workers, const SupervisorOptions& options) {
+  return supervise_job(workers, options).code;
 }
 
 }  // namespace zerotrain::launch

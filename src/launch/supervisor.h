@@ -51,6 +51,17 @@ struct SupervisorOptions {
   double grace_period_s = 5;  // SIGTERM -> SIGKILL delay when stopping workers
 };
 
+// Why the job ended, for the launcher's restart decision.
+enum class JobEnd { kSucceeded, kWorkerFailed, kSpawnFailed, kInterrupted };
+
+struct SupervisedJob {
+  int code = 0;  // the process exit code (see above)
+  JobEnd end = JobEnd::kSucceeded;
+};
+
+SupervisedJob supervise_job(const std::vector<WorkerSpec>& workers,
+                            const SupervisorOptions& options);
+// supervise_job(...).code.
 int supervise(const std::vector<WorkerSpec>& workers, const SupervisorOptions& options);
 
 }  // namespace zerotrain::launch

@@ -16,6 +16,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <memory>
 #include <regex>
 #include <string>
 #include <thread>
@@ -120,6 +121,53 @@ TEST_F(ClusterLaunch, MpichMpiexecMatchesZerotrainRunBitwise) {
   expect_same_losses({"mpiexec.mpich", "-n", "2"}, "mpich");
 }
 
+// A port in Slurm's rendezvous range (15000 + 4 digits of the job id) that
+// is free now, as the job id that maps to it.
+int free_slurm_job_id() {
+  for (int p = 15000 + (::getpid() % 9000); p < 25000; ++p) {
+    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_ANY);
+    a.sin_port = htons(static_cast<uint16_t>(p));
+    const bool free = ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0;
+    ::close(fd);
+    if (free) return 7000000 + (p - 15000);
+  }
+  return -1;
+}
+
+// The Slurm path with the variables srun sets for two tasks on one node
+// (no slurmctld/slurmd here: starting Slurm's daemons does not fit the CI
+// budget, so this is srun's contract, not srun itself): the workers find
+// their ranks in SLURM_*, the store at the node list's first host on
+// 15000 + the job id's last 4 digits.
+TEST_F(ClusterLaunch, SrunsVariablesMatchZerotrainRunBitwise) {
+  const int job_id = free_slurm_job_id();
+  ASSERT_GT(job_id, 0);
+  const std::string metrics = dir_ + "/slurm.jsonl";
+  std::vector<std::unique_ptr<Subprocess>> tasks;
+  for (int r = 0; r < 2; ++r) {
+    std::vector<std::string> env = base_env(0);
+    env.erase(env.begin() + 1);  // no MASTER_PORT: Slurm's rule gives it
+    env.push_back("MASTER_PORT");
+    for (const std::string& kv :
+         {"SLURM_PROCID=" + std::to_string(r), std::string("SLURM_NTASKS=2"),
+          "SLURM_LOCALID=" + std::to_string(r), std::string("SLURM_NODEID=0"),
+          std::string("SLURM_TASKS_PER_NODE=2"), std::string("SLURM_JOB_NODELIST=localhost"),
+          "SLURM_JOB_ID=" + std::to_string(job_id)})
+      env.push_back(kv);
+    tasks.push_back(
+        std::make_unique<Subprocess>(train_args(r == 0 ? metrics : dir_ + "/slurm1.jsonl"), env));
+  }
+  for (int r = 0; r < 2; ++r) {
+    const ProcessResult res = tasks[r]->wait(180s);
+    ASSERT_EQ(res.exit_code, 0) << res.err;
+    EXPECT_NE(res.err.find("from Slurm: SLURM_PROCID, SLURM_NTASKS"), std::string::npos) << res.err;
+  }
+  EXPECT_EQ(losses(metrics), reference_);
+}
+
 // Two agents, as on two nodes: node 0 from flags, node 1 from what
 // Kubeflow sets in its pod.
 TEST_F(ClusterLaunch, PerNodeAgentsMatchZerotrainRunBitwise) {
@@ -193,6 +241,82 @@ TEST(ClusterLaunchFailure, AWorkerKilledOnOneNodeEndsBothAgentsNamingIt) {
       << r1.err;
   EXPECT_NE(r0.exit_code, 0);
   EXPECT_NE(r0.err.find("peer rank 1"), std::string::npos) << r0.err;
+}
+
+// (step, loss) of a --metrics file, in file order.
+std::vector<std::pair<int, std::string>> steps_and_losses(const std::string& path) {
+  std::ifstream in(path);
+  std::vector<std::pair<int, std::string>> out;
+  static const std::regex kLine(R"(\{"step": (\d+), "loss": ([^,]+),)");
+  std::smatch m;
+  for (std::string line; std::getline(in, line);)
+    if (std::regex_search(line, m, kLine)) out.emplace_back(std::stoi(m[1]), m[2]);
+  return out;
+}
+
+// --max_restarts 1: a worker killed after the first checkpoint; the
+// launcher restarts both, they resume from the latest checkpoint, and
+// every step's loss equals an uninterrupted run's, bit for bit.
+TEST(ClusterLaunchRestart, MaxRestartsResumesTheLatestCheckpointBitExact) {
+  const std::string dir = ::testing::TempDir() + "zt_restart_" + std::to_string(::getpid());
+  std::filesystem::create_directories(dir);
+  auto job = [&](const std::string& name, int restarts) {
+    return std::vector<std::string>{ZT_BIN,
+                                    "run",
+                                    "--num_gpus",
+                                    "2",
+                                    "--max_restarts",
+                                    std::to_string(restarts),
+                                    "--",
+                                    ZT_BIN,
+                                    "train",
+                                    "--steps",
+                                    "40",
+                                    "--seq-len",
+                                    "32",
+                                    "--save",
+                                    dir + "/" + name,
+                                    "--save-interval",
+                                    "5",
+                                    "--metrics",
+                                    dir + "/" + name + ".jsonl"};
+  };
+  const std::vector<std::string> env = {"OMP_NUM_THREADS=1"};
+  const ProcessResult ref = run_process(job("ref", 0), 180s, env);
+  ASSERT_EQ(ref.exit_code, 0) << ref.err;
+  const auto reference = steps_and_losses(dir + "/ref.jsonl");
+  ASSERT_EQ(reference.size(), 40u);
+
+  Subprocess launcher(job("run", 1), env);
+  std::map<int, int> workers;
+  for (auto deadline = std::chrono::steady_clock::now() + 60s;
+       std::chrono::steady_clock::now() < deadline && !std::filesystem::exists(dir + "/run/latest");
+       std::this_thread::sleep_for(5ms))
+    workers = workers_by_rank(launcher.pid());
+  ASSERT_TRUE(std::filesystem::exists(dir + "/run/latest")) << "no checkpoint within 60 s";
+  workers = workers_by_rank(launcher.pid());
+  ASSERT_EQ(workers.count(1), 1u);
+  ASSERT_EQ(::kill(workers[1], SIGKILL), 0);
+  const ProcessResult r = launcher.wait(180s);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("zerotrain run: restarting all workers (restart 1 of 1)"), std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("restart 1: resuming from the latest checkpoint in " + dir + "/run"),
+            std::string::npos)
+      << r.err;
+  const auto logged = steps_and_losses(dir + "/run.jsonl");
+  // The restart resumed from a checkpoint, not from step 1 (the steps
+  // between that checkpoint and the kill, if any, are logged twice), and
+  // the last value of every step is the uninterrupted run's.
+  size_t step1 = 0;
+  for (const auto& [step, loss] : logged) step1 += step == 1;
+  EXPECT_EQ(step1, 1u) << "the restarted job began again at step 1";
+  ASSERT_GE(logged.size(), 40u);
+  std::map<int, std::string> last;
+  for (const auto& [step, loss] : logged) last[step] = loss;
+  ASSERT_EQ(last.size(), 40u);
+  for (const auto& [step, loss] : reference) EXPECT_EQ(last[step], loss) << "step " << step;
+  std::filesystem::remove_all(dir);
 }
 
 TEST(ClusterLaunchRefusal, NoJobSecretIsRefusedByName) {

@@ -140,5 +140,24 @@ TEST(Agent, PlansThisNodesRanksOfTheWholeJob) {
   }
 }
 
+// --max_restarts: a restarted job's workers learn which restart it is.
+TEST(Restart, WorkersOfARestartGetItsNumber) {
+  JobArgs args;
+  args.command = {"./train"};
+  args.job_secret = "s";
+  args.hostname = "h";
+  for (int restart : {0, 2}) {
+    args.restart_count = restart;
+    StatusOr<JobPlan> plan = plan_job({{"localhost", {0, 1}}}, args);
+    ASSERT_TRUE(plan.ok());
+    for (const WorkerSpec& w : plan->workers) {
+      std::string count;
+      for (const EnvVar& v : w.env)
+        if (v.name == "ZEROTRAIN_RESTART_COUNT") count = v.value;
+      EXPECT_EQ(count, restart ? "2" : "");
+    }
+  }
+}
+
 }  // namespace
 }  // namespace zerotrain::launch
