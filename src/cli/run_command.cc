@@ -41,6 +41,15 @@ Runner add_run_command(CLI::App& app) {
                   "ZEROTRAIN_RESTART_COUNT; `zerotrain train --save DIR` then resumes DIR's latest "
                   "checkpoint)")
       ->capture_default_str();
+  run->add_option("--launcher", opts->launcher,
+                  "how remote workers start: ssh (one per worker), or the whole job through "
+                  "pdsh, openmpi, mpich, impi or slurm")
+      ->capture_default_str();
+  run->add_option("--launcher_args,--launcher-args", opts->launcher_args,
+                  "extra arguments for that launcher (e.g. \"--oversubscribe\")");
+  run->add_option("--ssh_port,--ssh-port", opts->ssh_port, "ssh -p PORT for remote workers");
+  run->add_flag("--force_multi,--force-multi", opts->force_multi,
+                "use --launcher even when every host is this one");
   run->add_flag("--dry-run,--dry_run", opts->dry_run,
                 "print the command line and environment of every worker, run nothing");
   // Everything from the program name on belongs to the program, with or

@@ -18,6 +18,7 @@
 #include "comm/job_env.h"
 #include "core/env.h"
 #include "launch/agent.h"
+#include "launch/backends.h"
 #include "launch/resources.h"
 #include "launch/supervisor.h"
 
@@ -150,6 +151,51 @@ StatusOr<std::string> make_job_secret() {
   return secret;
 }
 
+// The whole job through a cluster launcher (backends.h): one process.
+StatusOr<JobPlan> plan_cluster_launcher(const LaunchOptions& opt, Backend backend,
+                                        const std::vector<NodeSlots>& nodes, JobArgs args,
+                                        bool local_only) {
+  JobPlan plan;
+  plan.local_only = local_only;
+  plan.master_port = args.master_port > 0 ? args.master_port : kDefaultMasterPort;
+  if (args.master_port < 0 && local_only) {
+    ZT_ASSIGN_OR_RETURN(plan.master_port, pick_free_port());
+  }
+  const std::string& first = nodes.front().host;
+  plan.master_addr = !args.master_addr.empty()             ? args.master_addr
+                     : local_only                          ? "127.0.0.1"
+                     : is_local_host(first, args.hostname) ? args.hostname
+                                                           : first;
+  BackendArgs b;
+  b.command = args.command;
+  b.master_addr = plan.master_addr;
+  b.master_port = plan.master_port;
+  b.launcher_args = opt.launcher_args;
+  b.cwd = args.cwd;
+  ZT_ASSIGN_OR_RETURN(b.exports, remote_extra_env(args.cwd));
+  const std::optional<std::string> own = env::get("ZEROTRAIN_JOB_SECRET");
+  if (own && *own == comm::kInsecureNoSecret) {
+    b.job_secret = *own;
+  } else {
+    ZT_ASSIGN_OR_RETURN(b.job_secret, make_job_secret());
+  }
+  b.secret_file = env::get("ZEROTRAIN_JOB_SECRET_FILE").value_or("");
+  b.hostfile_path = "/tmp/zerotrain-hostfile-" + std::to_string(::getpid());
+  char exe[4096];
+  const ssize_t len = ::readlink("/proc/self/exe", exe, sizeof exe - 1);
+  if (len > 0) b.zerotrain = std::string(exe, static_cast<size_t>(len));
+  ZT_ASSIGN_OR_RETURN(BackendJob job, plan_backend(backend, nodes, b));
+  plan.workers.push_back(std::move(job.launcher));
+  if (!job.hostfile.empty()) {
+    plan.hostfile_path = b.hostfile_path;
+    plan.hostfile_text = job.hostfile;
+  }
+  say(std::to_string(nodes.size()) + " host(s) " + format_node_slots(nodes) + " through " +
+      opt.launcher + ", MASTER_ADDR=" + plan.master_addr +
+      " MASTER_PORT=" + std::to_string(plan.master_port));
+  return plan;
+}
+
 // Agent mode: this node's workers of a job that agents on every node start.
 StatusOr<JobPlan> plan_agent(const LaunchOptions& opt, const HostFacts& facts) {
   if (!opt.include.empty() || !opt.exclude.empty() || opt.num_gpus >= 0 || opt.num_nodes >= 0)
@@ -248,7 +294,11 @@ StatusOr<JobPlan> plan_launch(const LaunchOptions& opt) {
   args.master_port = opt.master_port;
   args.cwd = current_dir();
   args.hostname = facts.hostname;
+  args.ssh_port = opt.ssh_port;
   const bool local_only = all_local(sel.nodes, facts.hostname);
+  ZT_ASSIGN_OR_RETURN(Backend backend, parse_backend(opt.launcher));
+  if (backend != Backend::kSsh && (!local_only || opt.force_multi))
+    return plan_cluster_launcher(opt, backend, sel.nodes, args, local_only);
   if (args.master_port < 0 && local_only) {
     ZT_ASSIGN_OR_RETURN(args.master_port, pick_free_port());
   }
@@ -273,12 +323,26 @@ int run_launcher(const LaunchOptions& options) {
     }
     if (opt.dry_run) {
       std::ostream& out = opt.out ? *opt.out : std::cout;
+      if (!plan->hostfile_text.empty()) {
+        std::istringstream lines(plan->hostfile_text);
+        for (std::string line; std::getline(lines, line);)
+          out << "# " << plan->hostfile_path << ": " << line << "\n";
+      }
       for (const WorkerSpec& w : plan->workers) out << render_command(w) << "\n";
       out.flush();
       return 0;
     }
+    if (!plan->hostfile_text.empty()) {
+      std::ofstream hf(plan->hostfile_path, std::ios::trunc);
+      hf << plan->hostfile_text;
+      if (!hf.flush()) {
+        say("error: cannot write the hostfile " + plan->hostfile_path);
+        return 2;
+      }
+    }
     std::cout.flush();  // the workers share our stdout
     const SupervisedJob job = supervise_job(plan->workers, SupervisorOptions{opt.grace_period_s});
+    if (!plan->hostfile_text.empty()) ::unlink(plan->hostfile_path.c_str());
     // Restart after a worker failed; not after a program that cannot run,
     // nor after the launcher itself was told to stop.
     if (job.end != JobEnd::kWorkerFailed || opt.restart_count >= opt.max_restarts) return job.code;

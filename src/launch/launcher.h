@@ -63,6 +63,13 @@ struct LaunchOptions {
   // --save DIR` resumes DIR's latest checkpoint. Not in agent mode.
   int max_restarts = 0;
   int restart_count = 0;  // set by run_launcher for each restart
+  // How remote workers start (backends.h): "ssh" (one ssh per worker, the
+  // default), or "pdsh", "openmpi", "mpich", "impi", "slurm" for the whole
+  // job; used when a host is remote, or always with force_multi.
+  std::string launcher = "ssh";
+  std::string launcher_args;  // extra arguments for that launcher
+  int ssh_port = -1;          // ssh -p PORT for remote workers
+  bool force_multi = false;
 
   // For tests and callers that know better than the machine:
   int gpu_count = -1;           // -1 = count the entries of /proc/driver/nvidia/gpus

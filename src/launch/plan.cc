@@ -111,8 +111,13 @@ StatusOr<JobPlan> plan_job(const std::vector<NodeSlots>& nodes, const JobArgs& a
       w.remote = remote;
       w.env = worker_env(plan, args, w, world_size, n.slots.size());
       if (remote) {
-        w.argv = {"ssh", "-o", "BatchMode=yes", n.host,
-                  remote_shell_command(args.cwd, w.env, args.command)};
+        w.argv = {"ssh", "-o", "BatchMode=yes"};
+        if (args.ssh_port > 0) {
+          w.argv.push_back("-p");
+          w.argv.push_back(std::to_string(args.ssh_port));
+        }
+        w.argv.push_back(n.host);
+        w.argv.push_back(remote_shell_command(args.cwd, w.env, args.command));
         w.stdin_data = args.job_secret + "\n";
       } else {
         w.argv = args.command;

@@ -71,6 +71,7 @@ struct JobArgs {
   // > 0: the job's restart number (--max_restarts), given to every worker
   // as ZEROTRAIN_RESTART_COUNT.
   int restart_count = 0;
+  int ssh_port = -1;  // > 0: ssh -p PORT
 };
 
 struct JobPlan {
@@ -78,6 +79,9 @@ struct JobPlan {
   std::string master_addr;
   int master_port = 0;
   bool local_only = true;
+  // A cluster launcher's generated hostfile (backends.h), written to
+  // hostfile_path before the job starts and removed after it.
+  std::string hostfile_path, hostfile_text;
 };
 
 // True when every host is this machine (see is_local_host).

@@ -196,8 +196,10 @@ class Job {
     } else if (failed_rank_ >= 0) {
       const WorkerSpec& w = workers_[failed_rank_];
       int st = children_[failed_rank_].status;
-      line = "rank " + std::to_string(w.rank) + " (host " + w.host + ", local rank " +
-             std::to_string(w.local_rank) + ") ";
+      // rank -1: a cluster launcher (mpirun, srun, ...) carrying the whole job.
+      line = w.rank < 0 ? "the job's launcher " + w.argv.front() + " "
+                        : "rank " + std::to_string(w.rank) + " (host " + w.host + ", local rank " +
+                              std::to_string(w.local_rank) + ") ";
       if (WIFSIGNALED(st)) {
         line += "was killed by signal " + std::to_string(WTERMSIG(st)) + " (" +
                 signal_name(WTERMSIG(st)) + ")";

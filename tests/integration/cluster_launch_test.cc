@@ -1,7 +1,8 @@
 // Workers started the ways clusters start them (issue #22), each run
 // against `zerotrain run --num_gpus 2` on the same 20 steps: Debian's Open
-// MPI (`mpirun.openmpi -np 2`) and MPICH (`mpiexec.mpich -n 2`), whose
-// workers find their ranks in the launcher's own variables; and two
+// MPI (`mpirun.openmpi -np 2`) and MPICH (`mpiexec.mpich -n 2`), by hand
+// and through `zerotrain run --launcher openmpi|mpich`, whose workers find
+// their ranks in the launcher's own variables; srun's variables; and two
 // per-node agents (`zerotrain run --nnodes 2 --node_rank K`, one from flags,
 // one from Kubeflow's PET_* variables). Per-step losses are bitwise equal.
 // Without a job secret mpirun's workers are refused by name; a worker
@@ -119,6 +120,18 @@ TEST_F(ClusterLaunch, OpenMpiMpirunMatchesZerotrainRunBitwise) {
 TEST_F(ClusterLaunch, MpichMpiexecMatchesZerotrainRunBitwise) {
   // Hydra forwards the launching environment.
   expect_same_losses({"mpiexec.mpich", "-n", "2"}, "mpich");
+}
+
+// `zerotrain run --launcher openmpi|mpich --force_multi`: the launcher
+// builds the MPI command line (hostfile, exports, the secret by name) and
+// supervises it.
+TEST_F(ClusterLaunch, ZerotrainRunThroughOpenMpiAndMpichMatchesBitwise) {
+  expect_same_losses({ZT_BIN, "run", "--launcher", "openmpi", "--force_multi", "--num_gpus", "2",
+                      "--launcher_args", "--oversubscribe", "--"},
+                     "run_openmpi");
+  expect_same_losses(
+      {ZT_BIN, "run", "--launcher", "mpich", "--force_multi", "--num_gpus", "2", "--"},
+      "run_mpich");
 }
 
 // A port in Slurm's rendezvous range (15000 + 4 digits of the job id) that
