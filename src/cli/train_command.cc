@@ -29,6 +29,7 @@ struct TrainFlags {
   std::vector<double> betas;
   bool bf16 = false, fp16 = false, print_default_config = false;
   std::string device_memory;
+  std::string rdzv_file;
 };
 
 int run_train(const CLI::App* cmd, TrainFlags& f) {
@@ -50,7 +51,7 @@ int run_train(const CLI::App* cmd, TrainFlags& f) {
   o.bf16 = given(cmd, "--bf16", f.bf16);
   o.fp16 = given(cmd, "--fp16", f.fp16);
 
-  StatusOr<comm::JobEnv> job = comm::job_from_env(comm::process_env());
+  StatusOr<comm::JobEnv> job = comm::job_from_env(comm::process_env(), f.rdzv_file);
   if (!job.ok()) {
     std::cerr << "zerotrain train: " << job.status().to_string() << "\n";
     return 2;
@@ -112,6 +113,10 @@ Runner add_train_command(CLI::App& app) {
       "train", "train a GPT on the generated corpus or token shards (the built-in trainer)");
   cmd->add_option("--deepspeed,--deepspeed_config", f->o.deepspeed_config,
                   "ds_config.json (default: the embedded config, see --print-default-config)");
+  cmd->add_option("--rdzv-file,--rdzv_file", f->rdzv_file,
+                  "rendezvous through this file on a file system every rank shares, when the "
+                  "launcher gives no address (ZEROTRAIN_RDZV_FILE; id from ZEROTRAIN_RDZV_ID or "
+                  "the Slurm/Flux job id)");
   cmd->add_option("--device-memory", f->device_memory,
                   "capacity of the device's memory, e.g. 512MiB (default: unlimited, or "
                   "ZEROTRAIN_DEVICE_MEMORY); an allocation beyond it fails naming what would fit");

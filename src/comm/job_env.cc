@@ -10,7 +10,9 @@
 #include <fstream>
 #include <sstream>
 
+#include "comm/rdzv_file.h"
 #include "comm/slurm_nodelist.h"
+#include "comm/store/net.h"
 
 namespace zerotrain::comm {
 namespace {
@@ -36,8 +38,55 @@ StatusOr<std::optional<int>> read_port(const EnvLookup& env, const char* name) {
   return std::optional<int>(port);
 }
 
+// A port free on every interface a moment ago (the store binds it next).
+StatusOr<int> pick_free_tcp_port() {
+  int port = 0;
+  ZT_ASSIGN_OR_RETURN(int fd, net::tcp_listen("", 0, &port));
+  ::close(fd);
+  return port;
+}
+
+// This host's name, as peers reach rank 0's store.
+std::string this_host() {
+  char name[256] = {};
+  if (::gethostname(name, sizeof name - 1) != 0) return "localhost";
+  return name;
+}
+
+// Rank 0 publishes its store's address in the file; the others wait for it.
+Status rendezvous_by_file(const EnvLookup& env, const Placement& p, const std::string& path,
+                          bool port_given, std::chrono::milliseconds timeout, JobEnv& job) {
+  std::string id;
+  for (const char* name : {"ZEROTRAIN_RDZV_ID", "SLURM_JOB_ID", "FLUX_JOB_ID"})
+    if (const auto v = env(name); v && !v->empty()) {
+      id = *v;
+      break;
+    }
+  if (id.empty())
+    return invalid_argument(
+        "the rendezvous file " + path +
+        " needs a job id to tell this run's record from an old one: set ZEROTRAIN_RDZV_ID to "
+        "the same value on every rank (Slurm's and Flux's job ids are used when set)");
+  if (p.rank == 0) {
+    if (!port_given) {
+      ZT_ASSIGN_OR_RETURN(job.options.master_port, pick_free_tcp_port());
+    }
+    job.options.master_addr = this_host();
+    ZT_RETURN_IF_ERROR(
+        publish_rdzv(path, {id, p.world_size, job.options.master_addr, job.options.master_port}));
+  } else {
+    ZT_ASSIGN_OR_RETURN(RdzvRecord r, await_rdzv(path, id, p.world_size, timeout));
+    job.options.master_addr = r.host;
+    job.options.master_port = r.port;
+  }
+  job.rendezvous = job.options.master_addr + ":" + std::to_string(job.options.master_port) +
+                   " from the rendezvous file " + path + " (job " + id + ")";
+  return ok_status();
+}
+
 // The rendezvous address and port, and where they came from.
-Status resolve_rendezvous(const EnvLookup& env, const Placement& p, JobEnv& job) {
+Status resolve_rendezvous(const EnvLookup& env, const Placement& p, const std::string& rdzv_file,
+                          JobEnv& job) {
   std::string port_from;
   std::optional<int> port;
   for (const char* name : {"MASTER_PORT", "PET_MASTER_PORT"}) {
@@ -75,6 +124,10 @@ Status resolve_rendezvous(const EnvLookup& env, const Placement& p, JobEnv& job)
     std::istringstream lines(*ips);
     std::getline(lines, addr);
     addr_from = "the first of SKYPILOT_NODE_IPS";
+  } else if (!rdzv_file.empty() && p.world_size > 1) {
+    job.options.master_port = *port;
+    return rendezvous_by_file(env, p, rdzv_file, port_from != "the default port",
+                              job.options.timeout, job);
   } else if (p.world_size == 1 || p.local_world_size == p.world_size) {
     addr = "127.0.0.1", addr_from = "loopback (every rank is on this host)";
   }
@@ -82,9 +135,10 @@ Status resolve_rendezvous(const EnvLookup& env, const Placement& p, JobEnv& job)
     return invalid_argument(
         "no rendezvous address for rank " + std::to_string(p.rank) + " of " +
         std::to_string(p.world_size) +
-        ": tried MASTER_ADDR, PET_MASTER_ADDR, SLURM_JOB_NODELIST, SKYPILOT_NODE_IPS, and "
-        "loopback (not every rank is known to be on this host); set MASTER_ADDR to rank 0's "
-        "host (mpirun -x MASTER_ADDR=HOST)");
+        ": tried MASTER_ADDR, PET_MASTER_ADDR, SLURM_JOB_NODELIST, SKYPILOT_NODE_IPS, a "
+        "rendezvous file (ZEROTRAIN_RDZV_FILE), and loopback (not every rank is known to be on "
+        "this host); set MASTER_ADDR to rank 0's host (mpirun -x MASTER_ADDR=HOST) or give a "
+        "rendezvous file on a shared file system");
   job.options.master_addr = addr;
   job.options.master_port = *port;
   job.rendezvous = addr + ":" + std::to_string(*port) + " from " + addr_from + ", " + port_from;
@@ -152,20 +206,22 @@ Status resolve_secret(const EnvLookup& env, int world_size, std::string* out,
 
 }  // namespace
 
-StatusOr<JobEnv> job_from_env(const EnvLookup& env) {
+StatusOr<JobEnv> job_from_env(const EnvLookup& env, const std::string& rdzv_file) {
   JobEnv job;
   ZT_ASSIGN_OR_RETURN(job.placement, discover_placement(env));
   const Placement& p = job.placement;
   job.options.rank = p.rank;
   job.options.world_size = p.world_size;
-  ZT_RETURN_IF_ERROR(resolve_rendezvous(env, p, job));
-  ZT_RETURN_IF_ERROR(resolve_secret(env, p.world_size, &job.options.secret, &job.warnings));
   ZT_ASSIGN_OR_RETURN(std::optional<double> seconds, read_double(env, "ZEROTRAIN_COMM_TIMEOUT"));
   const double s = seconds.value_or(30.0);
   if (!(s > 0) || s > 1e7)
     return invalid_argument("ZEROTRAIN_COMM_TIMEOUT=" + std::to_string(s) +
                             " must be a positive number of seconds");
   job.options.timeout = std::chrono::milliseconds(static_cast<int64_t>(s * 1000.0));
+  // The secret first: a refused job must not publish a rendezvous record.
+  ZT_RETURN_IF_ERROR(resolve_secret(env, p.world_size, &job.options.secret, &job.warnings));
+  const std::string file = !rdzv_file.empty() ? rdzv_file : env("ZEROTRAIN_RDZV_FILE").value_or("");
+  ZT_RETURN_IF_ERROR(resolve_rendezvous(env, p, file, job));
   return job;
 }
 

@@ -6,8 +6,12 @@
 //
 // Rendezvous address, first found: MASTER_ADDR → PET_MASTER_ADDR (Kubeflow)
 // → the first host of SLURM_JOB_NODELIST → the first of SKYPILOT_NODE_IPS →
-// 127.0.0.1 when every rank is on this host (the contract's local size is
-// the world size, or the world is 1); else an error listing what was tried.
+// a rendezvous file (rdzv_file.h: `zerotrain train --rdzv-file PATH` or
+// ZEROTRAIN_RDZV_FILE, with an id from ZEROTRAIN_RDZV_ID, SLURM_JOB_ID or
+// FLUX_JOB_ID; rank 0 writes it here, on a free port unless MASTER_PORT
+// gives one, and the other ranks wait for it here) → 127.0.0.1 when every
+// rank is on this host (the contract's local size is the world size, or
+// the world is 1); else an error listing what was tried.
 // Port: MASTER_PORT → PET_MASTER_PORT → under Slurm 15000 + the last four
 // digits of SLURM_JOB_ID (Lightning's rule, so every rank computes the same
 // one) → 29500.
@@ -41,7 +45,8 @@ struct JobEnv {
   std::vector<std::string> warnings;  // for the start-up log
 };
 
-StatusOr<JobEnv> job_from_env(const EnvLookup& env);
+// rdzv_file: a --rdzv-file flag (over ZEROTRAIN_RDZV_FILE).
+StatusOr<JobEnv> job_from_env(const EnvLookup& env, const std::string& rdzv_file = "");
 
 // The job secret alone, by the rules above, for a job of `world_size`
 // ranks: the secret, or "" (none needed, or opted out: `warnings` says so).

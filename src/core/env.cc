@@ -18,6 +18,12 @@ constexpr Var kRegistry[] = {
     {"MASTER_ADDR", "address of rank 0's rendezvous store"},
     {"MASTER_PORT", "port of rank 0's rendezvous store"},
     {"ZEROTRAIN_JOB_SECRET", "secret every store client must present (set by the launcher)"},
+    {"ZEROTRAIN_RDZV_FILE",
+     "rendezvous file on a file system every rank shares: rank 0 writes its store's address "
+     "there, the others wait for it (when no launcher gives an address)"},
+    {"ZEROTRAIN_RDZV_ID",
+     "this run's id in the rendezvous file (default: SLURM_JOB_ID, FLUX_JOB_ID)"},
+    {"FLUX_JOB_ID", "Flux: job id"},
     {"ZEROTRAIN_JOB_SECRET_FILE",
      "file holding the job secret (owned by this user, mode 600), for launchers that cannot pass "
      "ZEROTRAIN_JOB_SECRET"},

@@ -181,6 +181,37 @@ TEST_F(ClusterLaunch, SrunsVariablesMatchZerotrainRunBitwise) {
   EXPECT_EQ(losses(metrics), reference_);
 }
 
+// Plain mpirun-style ranks with no address and no local size (as across
+// hosts): they meet through a rendezvous file, over an old run's record,
+// rank 1 started first.
+TEST_F(ClusterLaunch, RendezvousFileMatchesZerotrainRunBitwise) {
+  const std::string file = dir_ + "/job.rdzv";
+  std::ofstream(file) << "zerotrain-rdzv v1 an-old-run 2 dead-host 1\n";
+  const std::string metrics = dir_ + "/rdzv.jsonl";
+  std::vector<std::unique_ptr<Subprocess>> ranks;
+  for (int r : {1, 0}) {
+    std::vector<std::string> env = base_env(0);
+    env[1] = "MASTER_PORT";  // unset: rank 0 picks a free port and publishes it
+    for (const std::string& kv :
+         {"OMPI_COMM_WORLD_RANK=" + std::to_string(r), std::string("OMPI_COMM_WORLD_SIZE=2"),
+          std::string("ZEROTRAIN_RDZV_ID=cluster-test")})
+      env.push_back(kv);
+    std::vector<std::string> argv = train_args(r == 0 ? metrics : dir_ + "/rdzv1.jsonl");
+    argv.push_back("--rdzv-file");
+    argv.push_back(file);
+    ranks.push_back(std::make_unique<Subprocess>(argv, env));
+    if (r == 1) std::this_thread::sleep_for(300ms);
+  }
+  for (auto& p : ranks) {
+    const ProcessResult res = p->wait(180s);
+    ASSERT_EQ(res.exit_code, 0) << res.err;
+    EXPECT_NE(res.err.find("from the rendezvous file " + file + " (job cluster-test)"),
+              std::string::npos)
+        << res.err;
+  }
+  EXPECT_EQ(losses(metrics), reference_);
+}
+
 // Two agents, as on two nodes: node 0 from flags, node 1 from what
 // Kubeflow sets in its pod.
 TEST_F(ClusterLaunch, PerNodeAgentsMatchZerotrainRunBitwise) {
