@@ -260,8 +260,9 @@ TEST(Rendezvous, LoopbackOnlyWhenEveryRankIsOnThisHost) {
                           {"OMPI_COMM_WORLD_LOCAL_SIZE", "2"},
                           {"ZEROTRAIN_JOB_SECRET", "s"}}),
             "no rendezvous address for rank 1 of 4: tried MASTER_ADDR, PET_MASTER_ADDR, "
-            "SLURM_JOB_NODELIST, SKYPILOT_NODE_IPS, and loopback (not every rank is known to be "
-            "on this host); set MASTER_ADDR to rank 0's host (mpirun -x MASTER_ADDR=HOST)");
+            "SLURM_JOB_NODELIST, SKYPILOT_NODE_IPS, a rendezvous file (ZEROTRAIN_RDZV_FILE), and "
+            "loopback (not every rank is known to be on this host); set MASTER_ADDR to rank 0's "
+            "host (mpirun -x MASTER_ADDR=HOST) or give a rendezvous file on a shared file system");
   EXPECT_THAT(join_refused({{"MASTER_ADDR", "h"}, {"MASTER_PORT", "70000"}}),
               HasSubstr("MASTER_PORT=70000 is not a TCP port"));
 }
