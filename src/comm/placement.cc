@@ -151,6 +151,18 @@ Status check_incomplete_launchers(const EnvLookup& env) {
 
 }  // namespace
 
+StatusOr<std::optional<int>> env_int(const EnvLookup& env, const char* name, int min) {
+  const std::optional<std::string> v = env(name);
+  if (!v) return std::optional<int>();
+  int x = 0;
+  const char* end = v->data() + v->size();
+  auto [p, ec] = std::from_chars(v->data(), end, x);
+  if (ec != std::errc() || p != end || v->empty() || x < min)
+    return invalid_argument(std::string(name) + "=" + *v +
+                            " is not an integer >= " + std::to_string(min));
+  return std::optional<int>(x);
+}
+
 EnvLookup process_env() {
   return [](std::string_view name) { return env::get(name); };
 }

@@ -44,6 +44,10 @@ using EnvLookup = std::function<std::optional<std::string>(std::string_view)>;
 // This process's environment, through the registry (core/env.h).
 EnvLookup process_env();
 
+// An integer variable: nullopt when unset; InvalidArgument "NAME=V is not
+// an integer >= MIN" when set to anything else.
+StatusOr<std::optional<int>> env_int(const EnvLookup& env, const char* name, int min);
+
 struct Placement {
   int rank = 0;
   int world_size = 1;

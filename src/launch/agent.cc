@@ -1,22 +1,12 @@
 // Per-node agent mode (see agent.h).
 #include "launch/agent.h"
 
-#include <charconv>
 #include <sstream>
 
 namespace zerotrain::launch {
 namespace {
 
-StatusOr<std::optional<int>> env_int(const comm::EnvLookup& env, const char* name, int min) {
-  const std::optional<std::string> v = env(name);
-  if (!v) return std::optional<int>();
-  int x = 0;
-  auto [p, ec] = std::from_chars(v->data(), v->data() + v->size(), x);
-  if (ec != std::errc() || p != v->data() + v->size() || x < min)
-    return invalid_argument(std::string(name) + "=" + *v +
-                            " is not an integer >= " + std::to_string(min));
-  return std::optional<int>(x);
-}
+using comm::env_int;
 
 // PET_NNODES: "N", or torchrun's elastic "MIN:MAX" (fixed only).
 StatusOr<std::optional<int>> pet_nnodes(const comm::EnvLookup& env) {

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <map>
 
+#include "core/atomic_file.h"
 #include "train/monitor.h"
 
 namespace zerotrain::train {
@@ -194,6 +195,20 @@ std::string format_flops_profile(const FlopsProfile& p, const config::FlopsProfi
   }
   out += "------------------------------------------------------------------------------\n";
   return out;
+}
+
+Status emit_flops_profile(const FlopsProfile& p, const config::FlopsProfilerConfig& cfg,
+                          int64_t step, std::ostream& log) {
+  const std::string text = format_flops_profile(p, cfg);
+  if (!cfg.output_file) {
+    log << text << std::flush;
+    return ok_status();
+  }
+  ZT_ASSIGN_OR_RETURN(AtomicFile f, AtomicFile::create(*cfg.output_file));
+  ZT_RETURN_IF_ERROR(f.write(text.data(), text.size()));
+  ZT_RETURN_IF_ERROR(f.commit());
+  log << "[zerotrain] flops profile of step " << step << " written to " << *cfg.output_file << "\n";
+  return ok_status();
 }
 
 }  // namespace zerotrain::train

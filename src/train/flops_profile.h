@@ -13,6 +13,7 @@
 #pragma once
 
 #include <cstdint>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -38,6 +39,11 @@ struct FlopsProfile {
 };
 
 std::string format_flops_profile(const FlopsProfile& p, const config::FlopsProfilerConfig& cfg);
+
+// The report to `log`, or (output_file) atomically to that file with a line
+// in `log` saying where; `step` is the 1-based optimizer step.
+Status emit_flops_profile(const FlopsProfile& p, const config::FlopsProfilerConfig& cfg,
+                          int64_t step, std::ostream& log);
 
 // DeepSpeed's number formats (Python's round(x, 2) printed by str()):
 // "124.44 M" / "38.6 K" / "512"; "43.5 GMACs"; "7.1 TFLOPS"; "12.3 ms" / "4.0 us" / "1.2 s".

@@ -22,6 +22,17 @@ std::string format_bytes(int64_t bytes) {
   return buf;
 }
 
+std::string format_metrics_line(int64_t step, double loss, double lr, double loss_scale,
+                                double grad_norm, bool skipped) {
+  char buf[256];
+  std::snprintf(buf, sizeof(buf),
+                "{\"step\": %lld, \"loss\": %.9g, \"lr\": %.17g, \"loss_scale\": %.17g, "
+                "\"grad_norm\": %.9g, \"skipped\": %s}\n",
+                static_cast<long long>(step), loss, lr, loss_scale,
+                std::isfinite(grad_norm) ? grad_norm : -1.0, skipped ? "true" : "false");
+  return buf;
+}
+
 std::string format_step_line(const StepLine& l) {
   char buf[512];
   std::snprintf(buf, sizeof(buf),

@@ -27,6 +27,12 @@ struct StepLine {
 };
 
 std::string format_step_line(const StepLine& l);
+// One --metrics JSON line (with its newline): the loss to a float's 9
+// digits, lr and loss scale exact, grad_norm -1 when not finite.
+//   {"step": 3, "loss": 5.53759575, "lr": 0.002, "loss_scale": 1, "grad_norm": 3.1, "skipped":
+//   false}
+std::string format_metrics_line(int64_t step, double loss, double lr, double loss_scale,
+                                double grad_norm, bool skipped);
 // "\r[=======>        ]  42/200  loss 2.3100" (no newline), width 30.
 std::string format_progress(int64_t step, int64_t total, double loss);
 // "95.3 MiB", "1.20 GiB", "512 B".

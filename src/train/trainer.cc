@@ -14,7 +14,6 @@
 
 #include "checkpoint/hf/gpt2.h"
 #include "config/config.h"
-#include "core/atomic_file.h"
 #include "core/env.h"
 #include "device/device.h"
 #include "engine/engine.h"
@@ -173,13 +172,9 @@ Status Run::save(int64_t step) {
 
 void Run::write_metrics(int64_t step, double loss) {
   const engine::StepInfo& info = engine_->last_step();
-  char buf[256];
-  std::snprintf(buf, sizeof(buf),
-                "{\"step\": %lld, \"loss\": %.9g, \"lr\": %.17g, \"loss_scale\": %.17g, "
-                "\"grad_norm\": %.9g, \"skipped\": %s}\n",
-                static_cast<long long>(step), loss, info.lr, info.loss_scale,
-                std::isfinite(info.grad_norm) ? info.grad_norm : -1.0, info.skipped ? "true" : "false");
-  *metrics_ << buf << std::flush;
+  *metrics_ << format_metrics_line(step, loss, info.lr, info.loss_scale, info.grad_norm,
+                                   info.skipped)
+            << std::flush;
 }
 
 // From here on the communicator times its collectives (the engine's first
@@ -250,16 +245,7 @@ Status Run::write_flops_profile(int64_t step) {
                  .peak_flops = 0};
   ZT_ASSIGN_OR_RETURN(const double peak_tflops, env::get_double("ZEROTRAIN_PEAK_TFLOPS", 0));
   p.peak_flops = peak_tflops * 1e12;
-  const std::string text = format_flops_profile(p, c);
-  if (!c.output_file) {
-    out_ << text << std::flush;
-    return ok_status();
-  }
-  ZT_ASSIGN_OR_RETURN(AtomicFile f, AtomicFile::create(*c.output_file));
-  ZT_RETURN_IF_ERROR(f.write(text.data(), text.size()));
-  ZT_RETURN_IF_ERROR(f.commit());
-  out_ << "[zerotrain] flops profile of step " << step << " written to " << *c.output_file << "\n";
-  return ok_status();
+  return emit_flops_profile(p, c, step, out_);
 }
 
 void Run::print_start() {

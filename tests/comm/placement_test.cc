@@ -11,21 +11,15 @@
 #include <fstream>
 #include <map>
 
+#include "comm/env_table.h"
 #include "comm/job_env.h"
 
 namespace zerotrain::comm {
 namespace {
 
 using ::testing::HasSubstr;
-using Table = std::map<std::string, std::string>;
-
-EnvLookup lookup(const Table& t) {
-  return [t](std::string_view name) -> std::optional<std::string> {
-    auto it = t.find(std::string(name));
-    if (it == t.end()) return std::nullopt;
-    return it->second;
-  };
-}
+using Table = testing::EnvTable;
+const auto& lookup = testing::env_table;
 
 Placement placed(const Table& t) {
   StatusOr<Placement> p = discover_placement(lookup(t));

@@ -11,6 +11,7 @@
 #include <map>
 #include <thread>
 
+#include "comm/env_table.h"
 #include "comm/job_env.h"
 
 namespace zerotrain::comm {
@@ -69,19 +70,15 @@ TEST(RdzvFile, TheWaitEndsNamingTheFileAndWhatItHeld) {
 
 TEST(RdzvFile, JoiningThroughAFileNeedsAJobIdAndRankZeroPublishes) {
   const std::string path = temp_path("rdzv_join");
-  std::map<std::string, std::string> t = {{"OMPI_COMM_WORLD_RANK", "0"},
-                                          {"OMPI_COMM_WORLD_SIZE", "2"},
-                                          {"ZEROTRAIN_JOB_SECRET", "s"},
-                                          {"ZEROTRAIN_RDZV_FILE", path}};
-  auto lookup = [&t](std::string_view n) -> std::optional<std::string> {
-    auto it = t.find(std::string(n));
-    return it == t.end() ? std::nullopt : std::optional<std::string>(it->second);
-  };
-  StatusOr<JobEnv> refused = job_from_env(lookup);
+  testing::EnvTable t = {{"OMPI_COMM_WORLD_RANK", "0"},
+                         {"OMPI_COMM_WORLD_SIZE", "2"},
+                         {"ZEROTRAIN_JOB_SECRET", "s"},
+                         {"ZEROTRAIN_RDZV_FILE", path}};
+  StatusOr<JobEnv> refused = job_from_env(testing::env_table(t));
   ASSERT_FALSE(refused.ok());
   EXPECT_THAT(refused.status().message(), HasSubstr("needs a job id"));
   t["SLURM_JOB_ID"] = "4242";
-  StatusOr<JobEnv> j = job_from_env(lookup);
+  StatusOr<JobEnv> j = job_from_env(testing::env_table(t));
   ASSERT_TRUE(j.ok()) << j.status().to_string();
   std::ifstream in(path);
   std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());

@@ -8,21 +8,15 @@
 
 #include <map>
 
+#include "comm/env_table.h"
 #include "launch/plan.h"
 
 namespace zerotrain::launch {
 namespace {
 
 using ::testing::HasSubstr;
-using Table = std::map<std::string, std::string>;
-
-comm::EnvLookup lookup(const Table& t) {
-  return [t](std::string_view name) -> std::optional<std::string> {
-    auto it = t.find(std::string(name));
-    if (it == t.end()) return std::nullopt;
-    return it->second;
-  };
-}
+using Table = comm::testing::EnvTable;
+const auto& lookup = comm::testing::env_table;
 
 Agent resolved(const AgentFlags& f, const Table& env = {},
                const std::vector<HostfileEntry>& hostfile = {}) {
