@@ -31,17 +31,10 @@ constexpr Contract kMpiFamily[] = {
      "JSM_NAMESPACE_LOCAL_SIZE"},
 };
 
+// env_int, for a contract that may lack the variable (name null).
 StatusOr<std::optional<int>> read_int(const EnvLookup& env, const char* name, int min) {
   if (name == nullptr) return std::optional<int>();
-  const std::optional<std::string> v = env(name);
-  if (!v) return std::optional<int>();
-  int x = 0;
-  const char* end = v->data() + v->size();
-  auto [p, ec] = std::from_chars(v->data(), end, x);
-  if (ec != std::errc() || p != end || v->empty() || x < min)
-    return invalid_argument(std::string(name) + "=" + *v +
-                            " is not an integer >= " + std::to_string(min));
-  return std::optional<int>(x);
+  return env_int(env, name, min);
 }
 
 std::string list(std::initializer_list<const char*> names) {

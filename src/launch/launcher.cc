@@ -9,7 +9,6 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <charconv>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
@@ -161,11 +160,8 @@ StatusOr<JobPlan> plan_cluster_launcher(const LaunchOptions& opt, Backend backen
   if (args.master_port < 0 && local_only) {
     ZT_ASSIGN_OR_RETURN(plan.master_port, pick_free_port());
   }
-  const std::string& first = nodes.front().host;
-  plan.master_addr = !args.master_addr.empty()             ? args.master_addr
-                     : local_only                          ? "127.0.0.1"
-                     : is_local_host(first, args.hostname) ? args.hostname
-                                                           : first;
+  plan.master_addr =
+      args.master_addr.empty() ? default_master_addr(nodes, args.hostname) : args.master_addr;
   BackendArgs b;
   b.command = args.command;
   b.master_addr = plan.master_addr;
@@ -216,15 +212,7 @@ StatusOr<JobPlan> plan_agent(const LaunchOptions& opt, const HostFacts& facts) {
   // This node's devices: the first P visible ones, else 0..P-1.
   NodeSlots node{.host = "localhost", .slots = {}};
   if (facts.cuda_visible_devices && !facts.cuda_visible_devices->empty()) {
-    std::stringstream ids(*facts.cuda_visible_devices);
-    for (std::string id; std::getline(ids, id, ',');) {
-      int v = 0;
-      auto [p, ec] = std::from_chars(id.data(), id.data() + id.size(), v);
-      if (ec != std::errc() || p != id.data() + id.size())
-        return invalid_argument("CUDA_VISIBLE_DEVICES=" + *facts.cuda_visible_devices + ": '" + id +
-                                "' is not a device index");
-      node.slots.push_back(v);
-    }
+    ZT_ASSIGN_OR_RETURN(node.slots, parse_device_list(*facts.cuda_visible_devices));
     if (static_cast<int>(node.slots.size()) < agent.nproc_per_node)
       return invalid_argument("--nproc_per_node " + std::to_string(agent.nproc_per_node) +
                               " but CUDA_VISIBLE_DEVICES=" + *facts.cuda_visible_devices +

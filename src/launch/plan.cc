@@ -78,6 +78,13 @@ bool all_local(const std::vector<NodeSlots>& nodes, std::string_view hostname) {
   return true;
 }
 
+std::string default_master_addr(const std::vector<NodeSlots>& nodes, std::string_view hostname) {
+  if (all_local(nodes, hostname)) return "127.0.0.1";
+  // Remote workers must reach rank 0, so "localhost" becomes our name.
+  const std::string& first = nodes.front().host;
+  return is_local_host(first, hostname) ? std::string(hostname) : first;
+}
+
 StatusOr<JobPlan> plan_job(const std::vector<NodeSlots>& nodes, const JobArgs& args) {
   if (args.command.empty())
     return invalid_argument("no program to run (usage: zerotrain run [flags] -- PROG ARGS...)");
@@ -89,14 +96,8 @@ StatusOr<JobPlan> plan_job(const std::vector<NodeSlots>& nodes, const JobArgs& a
   JobPlan plan;
   plan.local_only = all_local(nodes, args.hostname);
   plan.master_port = args.master_port > 0 ? args.master_port : kDefaultMasterPort;
-  plan.master_addr = args.master_addr;
-  if (plan.master_addr.empty()) {
-    // Remote workers must reach rank 0, so "localhost" becomes our name.
-    const std::string& first = nodes.front().host;
-    plan.master_addr = plan.local_only                       ? "127.0.0.1"
-                       : is_local_host(first, args.hostname) ? args.hostname
-                                                             : first;
-  }
+  plan.master_addr =
+      args.master_addr.empty() ? default_master_addr(nodes, args.hostname) : args.master_addr;
   int rank = args.first_rank;
   for (size_t node = 0; node < nodes.size(); ++node) {
     const NodeSlots& n = nodes[node];

@@ -87,6 +87,10 @@ struct JobPlan {
 // True when every host is this machine (see is_local_host).
 bool all_local(const std::vector<NodeSlots>& nodes, std::string_view hostname);
 
+// Rank 0's address when --master_addr is not given: 127.0.0.1 for a
+// local-only job, else the first host (this machine's name if it is local).
+std::string default_master_addr(const std::vector<NodeSlots>& nodes, std::string_view hostname);
+
 // InvalidArgument when there is no command or nothing selected.
 StatusOr<JobPlan> plan_job(const std::vector<NodeSlots>& nodes, const JobArgs& args);
 

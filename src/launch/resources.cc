@@ -70,22 +70,6 @@ struct Pool {
   std::string where;  // "in the hostfile F" / "without a hostfile"
 };
 
-StatusOr<std::vector<int>> parse_device_list(std::string_view cvd) {
-  std::vector<int> ids;
-  for (std::string_view part : split(cvd, ',')) {
-    std::optional<int> id = parse_count(trim(part));
-    if (!id)
-      return invalid_argument("CUDA_VISIBLE_DEVICES='" + std::string(cvd) +
-                              "': only comma-separated integer device ids are supported "
-                              "(unset it and use --include instead)");
-    if (contains(ids, *id))
-      return invalid_argument("CUDA_VISIBLE_DEVICES='" + std::string(cvd) + "' lists device " +
-                              std::to_string(*id) + " twice");
-    ids.push_back(*id);
-  }
-  return ids;
-}
-
 Pool base_pool(const HostFacts& facts) {
   Pool pool;
   if (facts.hostfile) {
@@ -266,6 +250,22 @@ StatusOr<std::vector<NodeSlots>> apply_counts(const HostFacts& facts, const Pool
 }
 
 }  // namespace
+
+StatusOr<std::vector<int>> parse_device_list(std::string_view cvd) {
+  std::vector<int> ids;
+  for (std::string_view part : split(cvd, ',')) {
+    std::optional<int> id = parse_count(trim(part));
+    if (!id)
+      return invalid_argument("CUDA_VISIBLE_DEVICES='" + std::string(cvd) +
+                              "': only comma-separated integer device ids are supported "
+                              "(unset it and use --include instead)");
+    if (contains(ids, *id))
+      return invalid_argument("CUDA_VISIBLE_DEVICES='" + std::string(cvd) + "' lists device " +
+                              std::to_string(*id) + " twice");
+    ids.push_back(*id);
+  }
+  return ids;
+}
 
 StatusOr<std::vector<HostfileEntry>> parse_hostfile(std::string_view text, std::string_view path) {
   std::vector<HostfileEntry> entries;

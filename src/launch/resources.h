@@ -82,6 +82,10 @@ struct HostFacts {
   std::string hostname;                             // this machine's name
 };
 
+// CUDA_VISIBLE_DEVICES as device ids; InvalidArgument for anything but
+// distinct comma-separated integers.
+StatusOr<std::vector<int>> parse_device_list(std::string_view cvd);
+
 struct SelectionArgs {
   std::string include{}, exclude{};
   int num_gpus = -1, num_nodes = -1;  // -1 = not given

@@ -30,21 +30,21 @@ namespace {
 
 using namespace std::chrono_literals;
 
-int free_port() {
+// Binds `port` (0: any) on `addr` and lets it go: the port, or 0 when taken.
+int try_bind(uint32_t addr, int port) {
   const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
   sockaddr_in a{};
   a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  a.sin_port = 0;
+  a.sin_addr.s_addr = htonl(addr);
+  a.sin_port = htons(static_cast<uint16_t>(port));
   socklen_t len = sizeof(a);
-  if (::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0 ||
-      ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) != 0) {
-    ::close(fd);
-    return 0;
-  }
+  const bool ok = ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0 &&
+                  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0;
   ::close(fd);
-  return ntohs(a.sin_port);
+  return ok ? ntohs(a.sin_port) : 0;
 }
+
+int free_port() { return try_bind(INADDR_LOOPBACK, 0); }
 
 // The "loss" fields of a --metrics file, as printed (%.9g: a float's bits).
 std::vector<std::string> losses(const std::string& path) {
@@ -137,16 +137,8 @@ TEST_F(ClusterLaunch, ZerotrainRunThroughOpenMpiAndMpichMatchesBitwise) {
 // A port in Slurm's rendezvous range (15000 + 4 digits of the job id) that
 // is free now, as the job id that maps to it.
 int free_slurm_job_id() {
-  for (int p = 15000 + (::getpid() % 9000); p < 25000; ++p) {
-    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_ANY);
-    a.sin_port = htons(static_cast<uint16_t>(p));
-    const bool free = ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0;
-    ::close(fd);
-    if (free) return 7000000 + (p - 15000);
-  }
+  for (int p = 15000 + (::getpid() % 9000); p < 25000; ++p)
+    if (try_bind(INADDR_ANY, p) != 0) return 7000000 + (p - 15000);
   return -1;
 }
 
