@@ -166,6 +166,44 @@ Status CpuOps::layernorm_backward(float* dinp, float* dweight, float* dbias, con
   return ok_status();
 }
 
+Status CpuOps::rmsnorm_forward(float* out, float* rstd, const float* inp, const float* weight,
+                               int64_t rows, int64_t C, float eps) const {
+  cpu::rmsnorm_forward(out, rstd, inp, weight, rows, C, eps);
+  return ok_status();
+}
+
+Status CpuOps::rmsnorm_backward(float* dinp, float* dweight, const float* dout, const float* inp,
+                                const float* weight, const float* rstd, int64_t rows,
+                                int64_t C) const {
+  cpu::rmsnorm_backward(dinp, dweight, dout, inp, weight, rstd, rows, C);
+  return ok_status();
+}
+
+Status CpuOps::rope_pack_qkv(float* qkv, const float* q, const float* k, const float* v,
+                             const float* cos, const float* sin, int64_t B, int64_t T, int64_t NH,
+                             int64_t NKV, int64_t HD) const {
+  cpu::rope_pack_qkv(qkv, q, k, v, cos, sin, B, T, NH, NKV, HD);
+  return ok_status();
+}
+
+Status CpuOps::rope_unpack_qkv_backward(float* dq, float* dk, float* dv, const float* dqkv,
+                                        const float* cos, const float* sin, int64_t B, int64_t T,
+                                        int64_t NH, int64_t NKV, int64_t HD) const {
+  cpu::rope_unpack_qkv_backward(dq, dk, dv, dqkv, cos, sin, B, T, NH, NKV, HD);
+  return ok_status();
+}
+
+Status CpuOps::swiglu_forward(float* out, const float* gate, const float* up, int64_t N) const {
+  cpu::swiglu_forward(out, gate, up, N);
+  return ok_status();
+}
+
+Status CpuOps::swiglu_backward(float* dgate, float* dup, const float* dout, const float* gate,
+                               const float* up, int64_t N) const {
+  cpu::swiglu_backward(dgate, dup, dout, gate, up, N);
+  return ok_status();
+}
+
 Status CpuOps::gelu_forward(float* out, const float* inp, int64_t N) const {
   cpu::gelu_forward(out, inp, N);
   return ok_status();

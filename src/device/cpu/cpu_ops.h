@@ -62,6 +62,20 @@ class CpuOps : public Ops {
   Status layernorm_backward(float* dinp, float* dweight, float* dbias, const float* dout,
                             const float* inp, const float* weight, const float* mean,
                             const float* rstd, int64_t B, int64_t T, int64_t C) const override;
+  Status rmsnorm_forward(float* out, float* rstd, const float* inp, const float* weight,
+                         int64_t rows, int64_t C, float eps) const override;
+  Status rmsnorm_backward(float* dinp, float* dweight, const float* dout, const float* inp,
+                          const float* weight, const float* rstd, int64_t rows,
+                          int64_t C) const override;
+  Status rope_pack_qkv(float* qkv, const float* q, const float* k, const float* v,
+                       const float* cos, const float* sin, int64_t B, int64_t T, int64_t NH,
+                       int64_t NKV, int64_t HD) const override;
+  Status rope_unpack_qkv_backward(float* dq, float* dk, float* dv, const float* dqkv,
+                                  const float* cos, const float* sin, int64_t B, int64_t T,
+                                  int64_t NH, int64_t NKV, int64_t HD) const override;
+  Status swiglu_forward(float* out, const float* gate, const float* up, int64_t N) const override;
+  Status swiglu_backward(float* dgate, float* dup, const float* dout, const float* gate,
+                         const float* up, int64_t N) const override;
   Status gelu_forward(float* out, const float* inp, int64_t N) const override;
   Status gelu_backward(float* dinp, const float* inp, const float* dout, int64_t N,
                        bool accumulate) const override;

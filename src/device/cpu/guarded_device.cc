@@ -124,6 +124,34 @@ class GuardedOps : public Ops {
     return inner_.layernorm_backward(u(dinp), u(dweight), u(dbias), u(dout), u(inp), u(weight),
                                      u(mean), u(rstd), B, T, C);
   }
+  Status rmsnorm_forward(float* out, float* rstd, const float* inp, const float* weight,
+                         int64_t rows, int64_t C, float eps) const override {
+    return inner_.rmsnorm_forward(u(out), u(rstd), u(inp), u(weight), rows, C, eps);
+  }
+  Status rmsnorm_backward(float* dinp, float* dweight, const float* dout, const float* inp,
+                          const float* weight, const float* rstd, int64_t rows,
+                          int64_t C) const override {
+    return inner_.rmsnorm_backward(u(dinp), u(dweight), u(dout), u(inp), u(weight), u(rstd), rows,
+                                   C);
+  }
+  Status rope_pack_qkv(float* qkv, const float* q, const float* k, const float* v,
+                       const float* cos, const float* sin, int64_t B, int64_t T, int64_t NH,
+                       int64_t NKV, int64_t HD) const override {
+    return inner_.rope_pack_qkv(u(qkv), u(q), u(k), u(v), u(cos), u(sin), B, T, NH, NKV, HD);
+  }
+  Status rope_unpack_qkv_backward(float* dq, float* dk, float* dv, const float* dqkv,
+                                  const float* cos, const float* sin, int64_t B, int64_t T,
+                                  int64_t NH, int64_t NKV, int64_t HD) const override {
+    return inner_.rope_unpack_qkv_backward(u(dq), u(dk), u(dv), u(dqkv), u(cos), u(sin), B, T, NH,
+                                           NKV, HD);
+  }
+  Status swiglu_forward(float* out, const float* gate, const float* up, int64_t N) const override {
+    return inner_.swiglu_forward(u(out), u(gate), u(up), N);
+  }
+  Status swiglu_backward(float* dgate, float* dup, const float* dout, const float* gate,
+                         const float* up, int64_t N) const override {
+    return inner_.swiglu_backward(u(dgate), u(dup), u(dout), u(gate), u(up), N);
+  }
   Status gelu_forward(float* out, const float* inp, int64_t N) const override {
     return inner_.gelu_forward(u(out), u(inp), N);
   }

@@ -18,8 +18,12 @@ Status encoder_forward(float* out, const int32_t* inp, const float* wte, const f
 #pragma omp parallel for schedule(static)
   for (int64_t i = 0; i < B * T; ++i) {
     const float* tok = wte + static_cast<int64_t>(inp[i]) * C;
-    const float* pos = wpe + (i % T) * C;
     float* o = out + i * C;
+    if (wpe == nullptr) {
+      std::copy_n(tok, C, o);
+      continue;
+    }
+    const float* pos = wpe + (i % T) * C;
     for (int64_t c = 0; c < C; ++c) o[c] = tok[c] + pos[c];
   }
   return ok_status();
@@ -38,11 +42,10 @@ void encoder_backward(float* dwte, float* dwpe, const float* dout, const int32_t
       for (int64_t t = 0; t < T; ++t) {
         const float* d = dout + (b * T + t) * C;
         float* tok = dwte + static_cast<int64_t>(inp[b * T + t]) * C;
+        for (int64_t c = c0; c < c1; ++c) tok[c] += d[c];
+        if (dwpe == nullptr) continue;
         float* pos = dwpe + t * C;
-        for (int64_t c = c0; c < c1; ++c) {
-          tok[c] += d[c];
-          pos[c] += d[c];
-        }
+        for (int64_t c = c0; c < c1; ++c) pos[c] += d[c];
       }
     }
   }

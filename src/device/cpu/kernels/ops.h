@@ -1,5 +1,5 @@
-// Umbrella header for the CPU kernels: every GPT-2 op's forward and
-// backward plus the oneDNN GEMM. Conventions shared by all of them:
+// Umbrella header for the CPU kernels: every GPT-2 and Llama-family op's
+// forward and backward plus the oneDNN GEMM. Conventions shared by all of them:
 //   - contiguous fp32 row-major arrays, shapes in llm.c's names (B batch,
 //     T time, C channels, V vocab, Vp padded vocab, NH heads, OC out channels);
 //   - outputs first, then inputs, then sizes;
@@ -24,3 +24,6 @@
 #include "device/cpu/kernels/linear.h"
 #include "device/cpu/kernels/matmul.h"
 #include "device/cpu/kernels/residual.h"
+#include "device/cpu/kernels/rmsnorm.h"
+#include "device/cpu/kernels/rope.h"
+#include "device/cpu/kernels/swiglu.h"

@@ -1,0 +1,28 @@
+// SwiGLU kernels (see swiglu.h).
+#include "device/cpu/kernels/swiglu.h"
+
+#include <cmath>
+
+namespace zerotrain::device::cpu {
+
+void swiglu_forward(float* out, const float* gate, const float* up, int64_t N) {
+#pragma omp parallel for simd schedule(static)
+  for (int64_t i = 0; i < N; ++i) {
+    const float g = gate[i];
+    out[i] = g / (1.0f + std::exp(-g)) * up[i];
+  }
+}
+
+void swiglu_backward(float* dgate, float* dup, const float* dout, const float* gate,
+                     const float* up, int64_t N) {
+#pragma omp parallel for simd schedule(static)
+  for (int64_t i = 0; i < N; ++i) {
+    const float g = gate[i];
+    const float sig = 1.0f / (1.0f + std::exp(-g));
+    const float silu = g * sig;
+    dup[i] = dout[i] * silu;
+    dgate[i] = dout[i] * up[i] * sig * (1.0f + g * (1.0f - sig));
+  }
+}
+
+}  // namespace zerotrain::device::cpu
