@@ -13,6 +13,7 @@ packages=(
   libprotobuf-dev protobuf-compiler  # TensorBoard event files
   openmpi-bin mpich      # tests: workers started by mpirun / mpiexec
   slurm-client           # tests: scontrol expands Slurm node lists (no daemon)
+  python3-torch libopenblas0  # tests: the PyTorch reference of the Llama family
   libgtest-dev googletest libbenchmark-dev
 )
 

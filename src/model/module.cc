@@ -24,6 +24,28 @@ Module::Module(ParamLayout layout, const ModuleOptions& options)
 Module::Module(Module&&) noexcept = default;
 Module::~Module() = default;
 
+StatusOr<int64_t> Module::count_targets(const int32_t* targets, int64_t n, int64_t T, int64_t V) {
+  int64_t valid = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    valid += targets[i] >= 0 ? 1 : 0;
+    if (targets[i] >= V) {
+      return invalid_argument("forward: target " + std::to_string(targets[i]) +
+                              " at (b=" + std::to_string(i / T) + ", t=" + std::to_string(i % T) +
+                              ") is outside the vocabulary [0, " + std::to_string(V) + ")");
+    }
+  }
+  return valid;
+}
+
+float Module::mean_loss(std::span<const float> losses, std::span<const int32_t> targets,
+                        int64_t valid) {
+  double sum = 0.0;
+  for (size_t i = 0; i < losses.size(); ++i) {
+    if (targets[i] >= 0) sum += losses[i];
+  }
+  return valid > 0 ? static_cast<float>(sum / static_cast<double>(valid)) : 0.0f;
+}
+
 Status Module::allocate(int64_t activation_floats) {
   const auto bytes = static_cast<size_t>(layout_.total_bytes());
   using device::MemoryCategory;

@@ -234,6 +234,13 @@ class Module {
   virtual Status backward_stage(int stage) = 0;
   // Fills host[0, g.numel) with group g's initial values.
   virtual void init_group(const GroupInfo& g, uint64_t seed, float* host) const = 0;
+  // Targets >= 0 among targets[0, n) (rows of T, for the error's (b, t));
+  // InvalidArgument naming (b, t) for a target >= V.
+  static StatusOr<int64_t> count_targets(const int32_t* targets, int64_t n, int64_t T, int64_t V);
+  // Mean of losses at targets >= 0 (summed in double: exact to fp32 for
+  // any B·T); 0 when there are none.
+  static float mean_loss(std::span<const float> losses, std::span<const int32_t> targets,
+                         int64_t valid);
   // Activation bytes beyond the activation memory (the family's scratch).
   virtual int64_t scratch_bytes() const { return 0; }
   // Every group has (all = true) or one lost (false) its bf16 view.

@@ -5,11 +5,14 @@
 
 #include "config/suggest.h"
 #include "model/gpt2/family.h"
+#include "model/llama/family.h"
 
 namespace zerotrain::model {
 
 const std::vector<const ModelFamily*>& families() {
-  static const std::vector<const ModelFamily*> all = {&gpt2::family()};
+  static const std::vector<const ModelFamily*> all = {&gpt2::family(), &llama::family("llama"),
+                                                      &llama::family("mistral"),
+                                                      &llama::family("qwen2")};
   return all;
 }
 

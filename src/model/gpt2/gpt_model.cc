@@ -129,17 +129,10 @@ Status GptModel::begin_forward(const int32_t* tokens, const int32_t* targets, in
   } else {
     targets_.clear();
   }
-  // One pass: count the targets that count, refuse one outside the
-  // vocabulary here (the head sees them a chunk at a time).
-  for (int64_t i = 0; i < static_cast<int64_t>(targets_.size()); ++i) {
-    valid_targets_ += targets_[i] >= 0 ? 1 : 0;
-    if (targets_[i] >= cfg_.vocab_size) {
-      return invalid_argument("forward: target " + std::to_string(targets_[i]) +
-                              " at (b=" + std::to_string(i / T) + ", t=" + std::to_string(i % T) +
-                              ") is outside the vocabulary [0, " + std::to_string(cfg_.vocab_size) +
-                              ")");
-    }
-  }
+  // Refused here: the head sees the targets a chunk at a time.
+  ZT_ASSIGN_OR_RETURN(valid_targets_, count_targets(targets_.data(),
+                                                    static_cast<int64_t>(targets_.size()), T,
+                                                    cfg_.vocab_size));
   if (has_targets_) ZT_RETURN_IF_ERROR(device().copy(acts_.targets, targets, n * sizeof(int32_t)));
   for_backward_ = has_targets_ && for_backward;
   // The head's backward in the forward uses d(mean)/d(token loss) = 1/valid;
@@ -186,11 +179,7 @@ Status GptModel::backward_stage(int s) {
 StatusOr<float> GptModel::finish_forward() {
   losses_.resize(static_cast<size_t>(B_ * T_));
   ZT_RETURN_IF_ERROR(device().copy(losses_.data(), acts_.losses, losses_.size() * sizeof(float)));
-  double sum = 0.0;  // double: the mean is exact to fp32 for any B·T
-  for (size_t i = 0; i < losses_.size(); ++i) {
-    if (targets_[i] >= 0) sum += losses_[i];
-  }
-  return valid_targets_ > 0 ? static_cast<float>(sum / static_cast<double>(valid_targets_)) : 0.0f;
+  return mean_loss(losses_, targets_, valid_targets_);
 }
 
 int64_t GptModel::activation_bytes(const GptConfig& cfg, int64_t B, int64_t T, bool bf16_compute,

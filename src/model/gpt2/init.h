@@ -19,6 +19,7 @@
 #include <cstdint>
 #include <string>
 
+#include "model/init_normal.h"
 #include "model/param_layout.h"
 
 namespace zerotrain::model::gpt2 {
@@ -32,10 +33,5 @@ void init_parameter_range(const ParamLayout& layout, uint64_t seed, int64_t begi
 
 // The whole buffer: init_parameter_range(layout, seed, 0, total_numel, params).
 void init_parameters(const ParamLayout& layout, uint64_t seed, float* params);
-
-// The standard normal draw for element `index` of the tensor named
-// `name_hash` (fnv1a of the name): exposed for tests.
-double init_normal(uint64_t seed, uint64_t name_hash, uint64_t index);
-uint64_t fnv1a(const std::string& s);
 
 }  // namespace zerotrain::model::gpt2

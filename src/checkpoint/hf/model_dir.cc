@@ -1,0 +1,250 @@
+// HF model directories (see model_dir.h).
+#include "checkpoint/hf/model_dir.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <set>
+#include <sstream>
+#include <string_view>
+#include <unordered_map>
+
+#include "checkpoint/safetensors.h"
+#include "checkpoint/safetensors_header.h"
+#include "core/atomic_file.h"
+
+namespace zerotrain::checkpoint {
+namespace {
+
+namespace fs = std::filesystem;
+constexpr const char* kSingle = "model.safetensors";
+constexpr const char* kIndex = "model.safetensors.index.json";
+
+StatusOr<nlohmann::json> read_json(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return not_found(path + ": cannot open");
+  std::ostringstream s;
+  s << in.rdbuf();
+  nlohmann::json j = nlohmann::json::parse(s.str(), nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) return corruption(path + ": not valid JSON");
+  return j;
+}
+
+// Tensors a file may carry that are not parameters.
+bool is_buffer(std::string_view name) {
+  return name.ends_with(".attn.bias") || name.ends_with(".attn.masked_bias") ||
+         name.ends_with(".rotary_emb.inv_freq");
+}
+
+// The layout's index of a file tensor name: exact, or (GPT-2) without
+// "transformer.".
+int find_tensor(const model::ParamLayout& layout, std::string_view name) {
+  if (StatusOr<int> i = layout.find(name); i.ok()) return *i;
+  constexpr std::string_view kTransformer = "transformer.";
+  if (name.starts_with(kTransformer)) {
+    if (StatusOr<int> i = layout.find(name.substr(kTransformer.size())); i.ok()) return *i;
+  }
+  return -1;
+}
+
+struct Located {
+  const SafetensorsFile* file = nullptr;
+  const SafetensorsTensor* tensor = nullptr;
+};
+
+// Every layout tensor's place in the files, checked as model_dir.h says.
+StatusOr<std::vector<Located>> locate(const std::vector<SafetensorsFile>& files,
+                                      const model::ParamLayout& layout) {
+  std::vector<Located> where(layout.tensors().size());
+  std::vector<std::string> unknown;
+  for (const SafetensorsFile& f : files) {
+    for (const SafetensorsTensor& t : f.tensors()) {
+      const int i = find_tensor(layout, t.name);
+      if (i < 0) {
+        if (!is_buffer(t.name) && t.name != "lm_head.weight")
+          unknown.push_back(f.path() + ": '" + t.name + "'");
+        continue;
+      }
+      Located& w = where[static_cast<size_t>(i)];
+      if (w.tensor != nullptr)
+        return invalid_argument("HF weights: tensor '" + layout.tensors()[i].name +
+                                "' appears twice ('" + w.tensor->name + "' in " + w.file->path() +
+                                " and '" + t.name + "' in " + f.path() + ")");
+      w = {&f, &t};
+    }
+  }
+  const std::string files_named = files.size() == 1 ? "HF file " + files.front().path()
+                                                    : "HF weights (" +
+                                                          std::to_string(files.size()) +
+                                                          " files)";
+  for (size_t i = 0; i < where.size(); ++i) {
+    const model::TensorInfo& info = layout.tensors()[i];
+    if (where[i].tensor == nullptr)
+      return invalid_argument(files_named + " has no tensor '" + info.name +
+                              "' (expected shape " + shape_string(info.hf_shape) + ")");
+    if (where[i].tensor->shape != info.hf_shape)
+      return invalid_argument(files_named + ": tensor '" + info.name + "' has shape " +
+                              shape_string(where[i].tensor->shape) + ", expected " +
+                              shape_string(info.hf_shape) + " (a file for another model size?)");
+  }
+  if (!unknown.empty())
+    return invalid_argument(files_named + ": tensor " + unknown.front() +
+                            " is not a parameter of this " +
+                            std::to_string(layout.num_groups() - 2) + "-layer model (" +
+                            std::to_string(unknown.size()) + " unknown tensors in all)");
+  return where;
+}
+
+// Reads the part of tensor `info` inside flat [begin, end) into out.
+Status read_overlap(const Located& w, const model::TensorInfo& info, int64_t begin, int64_t end,
+                    float* out) {
+  const int64_t lo = std::max(begin, info.offset), hi = std::min(end, info.offset + info.numel);
+  if (lo >= hi) return ok_status();
+  float* dst = out + (lo - begin);
+  if (info.hf_transposed) {  // GPT-2's Conv1D: the whole tensor, transposed
+    std::vector<float> hf(static_cast<size_t>(model::hf_numel(info)));
+    std::vector<float> ours(static_cast<size_t>(info.numel));
+    ZT_RETURN_IF_ERROR(w.file->read_f32(*w.tensor, 0, model::hf_numel(info), hf.data()));
+    model::copy_from_hf(info, hf.data(), ours.data());
+    std::copy(ours.begin() + (lo - info.offset), ours.begin() + (hi - info.offset), dst);
+    return ok_status();
+  }
+  // Same row-major order; rows past HF's (a padded vocabulary) are zero.
+  const int64_t first = lo - info.offset, live = model::hf_numel(info);
+  const int64_t n = std::max<int64_t>(0, std::min(hi - info.offset, live) - first);
+  if (n > 0) ZT_RETURN_IF_ERROR(w.file->read_f32(*w.tensor, first, n, dst));
+  std::fill(dst + std::max<int64_t>(n, 0), dst + (hi - lo), 0.0f);
+  return ok_status();
+}
+
+std::string shard_name(int i, int n) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "model-%05d-of-%05d.safetensors", i, n);
+  return buf;
+}
+
+}  // namespace
+
+StatusOr<HfModelDir> open_hf_model(const std::string& path) {
+  std::error_code ec;
+  HfModelDir d;
+  d.path = path;
+  if (!fs::exists(path, ec)) return not_found("model " + path + ": no such file or directory");
+  if (!fs::is_directory(path, ec)) {  // a bare config.json
+    ZT_ASSIGN_OR_RETURN(d.config, read_json(path));
+    return d;
+  }
+  const fs::path dir(path);
+  if (!fs::exists(dir / "config.json", ec))
+    return not_found("model directory " + path + " has no config.json");
+  ZT_ASSIGN_OR_RETURN(d.config, read_json((dir / "config.json").string()));
+  const bool single = fs::exists(dir / kSingle, ec), index = fs::exists(dir / kIndex, ec);
+  if (single && index)
+    return corruption("model directory " + path + " has both " + kSingle + " and " + kIndex +
+                      "; remove the stale one");
+  if (single) d.weight_files.push_back((dir / kSingle).string());
+  if (index) {
+    const std::string index_path = (dir / kIndex).string();
+    ZT_ASSIGN_OR_RETURN(nlohmann::json j, read_json(index_path));
+    if (!j.contains("weight_map") || !j["weight_map"].is_object())
+      return corruption(index_path + ": no \"weight_map\" object");
+    std::set<std::string> files;
+    for (const auto& [name, file] : j["weight_map"].items()) {
+      if (!file.is_string() || file.get<std::string>().find('/') != std::string::npos)
+        return corruption(index_path + ": weight_map[\"" + name + "\"] is not a file name");
+      files.insert(file.get<std::string>());
+    }
+    for (const std::string& f : files) {
+      if (!fs::exists(dir / f, ec))
+        return corruption(index_path + " names " + f + ", which is not in " + path);
+      d.weight_files.push_back((dir / f).string());
+    }
+  }
+  return d;
+}
+
+Status load_hf_range(const HfModelDir& dir, const model::ParamLayout& layout, int64_t begin,
+                     int64_t end, float* out) {
+  ZT_CHECK(0 <= begin && begin <= end && end <= layout.total_numel(), "load range [", begin, ", ",
+           end, ") outside the layout");
+  if (dir.weight_files.empty())
+    return invalid_argument("model " + dir.path + " has no weights (" + kSingle + " or " +
+                               kIndex + ")");
+  std::vector<SafetensorsFile> files;
+  for (const std::string& f : dir.weight_files) {
+    ZT_ASSIGN_OR_RETURN(SafetensorsFile file, SafetensorsFile::open(f));
+    files.push_back(std::move(file));
+  }
+  ZT_ASSIGN_OR_RETURN(std::vector<Located> where, locate(files, layout));
+  std::fill(out, out + (end - begin), 0.0f);  // alignment gaps
+  for (size_t i = 0; i < where.size(); ++i)
+    ZT_RETURN_IF_ERROR(read_overlap(where[i], layout.tensors()[i], begin, end, out));
+  return ok_status();
+}
+
+Status write_hf_model(const std::string& dir, const nlohmann::json& config,
+                      const model::ParamLayout& layout, DType dtype, const ReadFlatFn& read_flat,
+                      int64_t max_shard_bytes, const std::map<std::string, std::string>& metadata) {
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) return io_error("cannot create " + dir + ": " + ec.message());
+  // Split the tensors, in layout order, into shards of at most
+  // max_shard_bytes (a tensor larger than that gets a shard of its own).
+  const int64_t elem = static_cast<int64_t>(dtype_size(dtype));
+  std::vector<std::vector<const model::TensorInfo*>> shards(1);
+  int64_t in_shard = 0, total = 0;
+  for (const model::TensorInfo& t : layout.tensors()) {
+    const int64_t bytes = model::hf_numel(t) * elem;
+    if (max_shard_bytes > 0 && in_shard > 0 && in_shard + bytes > max_shard_bytes) {
+      shards.emplace_back();
+      in_shard = 0;
+    }
+    shards.back().push_back(&t);
+    in_shard += bytes;
+    total += bytes;
+  }
+  // Old weights would make the directory ambiguous (open_hf_model refuses
+  // a single file beside an index) or stale.
+  for (const fs::directory_entry& e : fs::directory_iterator(dir, ec)) {
+    const std::string name = e.path().filename().string();
+    if (name == kSingle || name == kIndex ||
+        (name.starts_with("model-") && name.ends_with(".safetensors")))
+      fs::remove(e.path(), ec);
+  }
+  std::map<std::string, std::string> file_metadata = metadata;
+  file_metadata.emplace("format", "pt");
+  const int n = static_cast<int>(shards.size());
+  nlohmann::json weight_map = nlohmann::json::object();
+  std::vector<float> ours, hf;
+  for (int s = 0; s < n; ++s) {
+    const std::string file = n == 1 ? kSingle : shard_name(s + 1, n);
+    const std::string path = (fs::path(dir) / file).string();
+    std::vector<SafetensorsTensor> specs;
+    for (const model::TensorInfo* t : shards[static_cast<size_t>(s)]) {
+      specs.push_back({.name = t->name, .dtype = dtype, .shape = t->hf_shape});
+      weight_map[t->name] = file;
+    }
+    ZT_ASSIGN_OR_RETURN(SafetensorsWriter writer,
+                        SafetensorsWriter::create(path, std::move(specs), file_metadata));
+    for (const model::TensorInfo* t : shards[static_cast<size_t>(s)]) {
+      ours.resize(static_cast<size_t>(t->numel));
+      hf.resize(static_cast<size_t>(model::hf_numel(*t)));
+      Status read = read_flat(t->offset, t->numel, ours.data());
+      if (!read.ok()) return read.with_context("exporting " + t->name + " to " + path);
+      model::copy_to_hf(*t, ours.data(), hf.data());
+      ZT_RETURN_IF_ERROR(writer.write(hf));
+    }
+    ZT_RETURN_IF_ERROR(writer.finish());
+  }
+  if (n > 1) {
+    const nlohmann::json index = {{"metadata", {{"total_size", total}}},
+                                  {"weight_map", weight_map}};
+    ZT_RETURN_IF_ERROR(
+        atomic_write_file((fs::path(dir) / kIndex).string(), index.dump(2) + "\n"));
+  }
+  return atomic_write_file((fs::path(dir) / "config.json").string(), config.dump(2) + "\n");
+}
+
+}  // namespace zerotrain::checkpoint

@@ -1,0 +1,69 @@
+// A Hugging Face model directory, read and written by parameter name for
+// any family whose ParamLayout names its tensors as HF's state dict does
+// (model/llama/: LlamaForCausalLM's names; model/gpt2/: GPT2Model's, a
+// "transformer." prefix accepted on import).
+//
+//   DIR/config.json                          the family's config (model_type)
+//   DIR/model.safetensors                    one file, or
+//   DIR/model-00001-of-00003.safetensors     shards, with
+//   DIR/model.safetensors.index.json         {"metadata": {"total_size"}, "weight_map": {name: file}}
+//
+//   ZT_ASSIGN_OR_RETURN(HfModelDir d, open_hf_model("path/to/Llama-3.2-1B"));
+//   ZT_ASSIGN_OR_RETURN(ModelSpec spec, model::model_spec_from_config(d.config));
+//   ZT_RETURN_IF_ERROR(load_hf_range(d, layout, shard_begin, shard_end, shard));  // rank-sharded
+//   ZT_RETURN_IF_ERROR(write_hf_model(out_dir, config, layout, DType::kBFloat16, read_flat));
+//
+// Import reads only the tensors, and within a tensor only the elements,
+// that overlap the requested flat range (transposed GPT-2 weights whole),
+// so a ZeRO-3 rank reads about its own shard's bytes. Tensors the file may
+// carry that are not parameters are skipped: an lm_head.weight when the
+// layout ties it, GPT-2's attention mask buffers, rotary inv_freq
+// buffers. Anything else unknown, a missing tensor, a shape other than HF's
+// or a name twice is refused naming the file and the tensor.
+//
+// Thread-safety: free functions; no shared state.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "checkpoint/hf/gpt2.h"
+#include "core/dtype.h"
+#include "core/status.h"
+#include "model/param_layout.h"
+
+namespace zerotrain::checkpoint {
+
+struct HfModelDir {
+  std::string path;                       // the directory (or the bare config's file)
+  nlohmann::json config;                  // config.json
+  std::vector<std::string> weight_files;  // full paths; empty for a bare config.json
+};
+
+// path: a directory with config.json and weights (single or sharded), a
+// directory with config.json alone, or a config.json file. NotFound naming
+// what is missing; Corruption naming the file for unreadable JSON, an index
+// naming a shard that is not there, or both a single file and an index.
+StatusOr<HfModelDir> open_hf_model(const std::string& path);
+
+// Fills out[0, end - begin) with the flat parameters [begin, end) of
+// `layout` from the directory's weights (converted to fp32; padding rows
+// and alignment gaps zero). InvalidArgument as described above;
+// FailedPrecondition when the directory has no weights.
+Status load_hf_range(const HfModelDir& dir, const model::ParamLayout& layout, int64_t begin,
+                     int64_t end, float* out);
+
+// Writes config.json (atomically) and the weights in `dtype`: one
+// model.safetensors, or, when they exceed max_shard_bytes (0: never),
+// model-0000i-of-0000N.safetensors and model.safetensors.index.json, each
+// tensor read through read_flat just before it is written. Creates dir.
+// Stale weight files of another layout in dir are removed first.
+Status write_hf_model(const std::string& dir, const nlohmann::json& config,
+                      const model::ParamLayout& layout, DType dtype, const ReadFlatFn& read_flat,
+                      int64_t max_shard_bytes = 0,
+                      const std::map<std::string, std::string>& metadata = {});
+
+}  // namespace zerotrain::checkpoint

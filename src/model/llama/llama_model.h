@@ -1,0 +1,103 @@
+// LlamaModel: the Llama family's Module (model_type llama, mistral, qwen2):
+// RMSNorm pre-norm blocks, rotary embeddings, grouped-query attention,
+// SwiGLU MLP, an untied or tied lm head, mean cross-entropy, on its
+// device's Ops in fp32. Binding, hooks and pass sequencing are Module's
+// (module.h); this is the per-stage math.
+//
+//   ZT_ASSIGN_OR_RETURN(LlamaConfig cfg, from_json(config_json));
+//   ZT_ASSIGN_OR_RETURN(LlamaModel m, LlamaModel::create(cfg, {.max_batch = 8}));
+//   ZT_RETURN_IF_ERROR(m.init_parameters(/*seed=*/42));
+//   ZT_ASSIGN_OR_RETURN(float loss, m.forward(tokens, targets, B, T));
+//
+// == Stages ==
+//   stage 0    embed_tokens: forward reads group 0; the backward reads no
+//              parameters and adds into group 0's gradient.
+//   stage l+1  layers.l: reads and writes group l+1 only.
+//   stage L+1  norm and lm head, cross-entropy. Untied: group L+1 only.
+//              Tied: also reads group 0's embedding and adds into its
+//              gradient (final only after stage 0), as GPT-2's head.
+// With for_backward the forward also runs the lm head's backward at unit
+// dloss chunk by chunk (no [B,T,Vp] array); backward(dloss) scales it.
+//
+// == Not implemented (refused at create) ==
+//   bf16_compute (fp32 only for now); a sliding window shorter than
+//   max_seq (Mistral's window is then a no-op and is accepted).
+// The attention always keeps only its log-sum-exp (recompute_attention).
+//
+// Thread-safety: none; one model per thread.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+#include "model/llama/activations.h"
+#include "model/llama/config.h"
+#include "model/llama/layout.h"
+#include "model/module.h"
+
+namespace zerotrain::model::llama {
+
+class LlamaModel : public Module {
+ public:
+  // InvalidArgument for an invalid config or options; ResourceExhausted if
+  // the device has no room.
+  static StatusOr<LlamaModel> create(const LlamaConfig& cfg, const ModuleOptions& options = {});
+  LlamaModel(LlamaModel&&) noexcept = default;
+
+  std::string_view family() const override { return cfg_.model_type; }
+  nlohmann::json config_json() const override { return to_json(cfg_); }
+  const LlamaConfig& config() const { return cfg_; }
+  std::vector<int> param_groups_read(int stage, Pass pass) const override;
+  std::vector<int> grad_groups_written(int stage) const override;
+  ModelCost cost(int64_t B, int64_t T) const override;
+
+  // [B,T,Vp] of the last forward in device memory (full_logits; else the
+  // last chunk's rows, overwritten by their dlogits when for_backward).
+  const float* logits() const { return acts_.logits; }
+  static int64_t activation_bytes(const LlamaConfig& cfg, int64_t B, int64_t T,
+                                  bool full_logits = false, int64_t head_rows = 0);
+
+ protected:
+  Status begin_forward(const int32_t* tokens, const int32_t* targets, int64_t B, int64_t T,
+                       bool for_backward) override;
+  Status forward_stage(int stage) override;
+  StatusOr<float> finish_forward() override;
+  void begin_backward(float dloss) override { dloss_ = dloss; }
+  Status backward_stage(int stage) override;
+  void init_group(const GroupInfo& g, uint64_t seed, float* host) const override;
+
+ private:
+  LlamaModel(const LlamaConfig& cfg, const ModuleOptions& options);
+  // Per-stage compute (llama_stages.cc).
+  Status forward_embed();
+  Status forward_block(int64_t l);
+  Status forward_head();
+  Status backward_head();
+  Status backward_block(int64_t l);
+  Status backward_embed();
+  Status linear_fwd(float* out, const float* inp, const TensorInfo& w, const TensorInfo* b,
+                    int64_t C, int64_t OC);
+  Status linear_bwd(float* dinp, const TensorInfo& w, const TensorInfo* b, const float* dout,
+                    const float* inp, int64_t C, int64_t OC, bool dinp_accumulate);
+  // The lm head's weight: lm_head.weight, or embed_tokens.weight when tied.
+  const TensorInfo& head_weight() const;
+  const TensorInfo& block(int64_t l, int slot) const;
+  const TensorInfo* block_bias(int64_t l, int slot) const;  // null for slot -1
+  const float* input_of(int64_t l) const;                   // layer l's input
+  Status zero(float* p, int64_t n);
+  const float* p(const TensorInfo& t) const;
+  float* g(const TensorInfo& t) const;
+
+  LlamaConfig cfg_;
+  BlockSlots slots_;
+  Activations acts_;
+  std::vector<int32_t> targets_;  // [B·T] of the current pass (host)
+  int64_t B_ = 0, T_ = 0, valid_targets_ = 0;
+  float unit_dloss_ = 0.0f;
+  float dloss_ = 1.0f;
+  bool for_backward_ = false;
+  bool has_targets_ = false;
+};
+
+}  // namespace zerotrain::model::llama
