@@ -7,7 +7,7 @@
 //   ZT_RETURN_IF_ERROR(export_safetensors("ckpt/global_step30", "model.safetensors",
 //                                         DType::kBFloat16));
 //
-// Thread-safety: none needed; reads files, writes one atomically.
+// Thread-safety: none needed; reads files, writes each atomically.
 #pragma once
 
 #include <string>
@@ -18,5 +18,16 @@
 namespace zerotrain::checkpoint {
 
 Status export_safetensors(const std::string& tag_dir, const std::string& out_path, DType dtype);
+
+// HF's default max_shard_size ("5GB").
+inline constexpr int64_t kDefaultMaxShardBytes = 5'000'000'000;
+
+// The same weights as a Hugging Face model directory (checkpoint/hf/
+// model_dir.h): config.json (the model's config with "architectures" and
+// "torch_dtype" added when absent) and the weights, one file or shards of
+// at most max_shard_bytes with an index, so the directory loads where HF
+// models load and as `zerotrain train --model OUT_DIR`.
+Status export_hf_model(const std::string& tag_dir, const std::string& out_dir, DType dtype,
+                       int64_t max_shard_bytes = kDefaultMaxShardBytes);
 
 }  // namespace zerotrain::checkpoint

@@ -1,6 +1,7 @@
-// `zerotrain checkpoint export DIR [--tag T] --to FILE.safetensors [--dtype fp32|bf16|fp16]`
-// (DeepSpeed's zero_to_fp32.py: a sharded checkpoint as one safetensors
-// file, streamed) and `zerotrain checkpoint show DIR [--tag T]` (its manifest
+// `zerotrain checkpoint export DIR [--tag T] --to FILE.safetensors|OUT_DIR
+// [--dtype fp32|bf16|fp16] [--max-shard-size BYTES]` (DeepSpeed's
+// zero_to_fp32.py: a sharded checkpoint as one safetensors file, or as a
+// Hugging Face model directory, streamed) and `zerotrain checkpoint show DIR [--tag T]` (its manifest
 // checked, summarised). DIR is the save directory (the tag from --tag or
 // DIR/latest) or a tag directory itself.
 #include <filesystem>
@@ -18,6 +19,7 @@ namespace {
 
 struct CheckpointFlags {
   std::string dir, tag, to, dtype = "fp32";
+  int64_t max_shard_bytes = checkpoint::kDefaultMaxShardBytes;
 };
 
 StatusOr<std::string> tag_directory(const CheckpointFlags& f) {
@@ -41,7 +43,9 @@ int run_export(const CheckpointFlags& f) {
   if (!dtype.ok()) return fail(dtype.status().with_context("--dtype"));
   StatusOr<std::string> tag_dir = tag_directory(f);
   if (!tag_dir.ok()) return fail(tag_dir.status());
-  Status s = checkpoint::export_safetensors(*tag_dir, f.to, *dtype);
+  const bool file = f.to.ends_with(".safetensors");
+  Status s = file ? checkpoint::export_safetensors(*tag_dir, f.to, *dtype)
+                  : checkpoint::export_hf_model(*tag_dir, f.to, *dtype, f.max_shard_bytes);
   if (!s.ok()) return fail(s);
   std::cout << "wrote " << f.to << " (" << dtype_name(*dtype) << ") from " << *tag_dir << "\n";
   return 0;
@@ -77,14 +81,22 @@ Runner add_checkpoint_command(CLI::App& app) {
   CLI::App* ck = app.add_subcommand("checkpoint", "inspect and export sharded checkpoints");
   ck->require_subcommand(1);
   CLI::App* ex = ck->add_subcommand(
-      "export", "consolidate a checkpoint's weights into one safetensors file (HF names)");
+      "export",
+      "consolidate a checkpoint's weights into one safetensors file, or into a Hugging Face "
+      "model directory (config.json + weights, sharded past --max-shard-size)");
   CLI::App* show = ck->add_subcommand("show", "check a checkpoint and summarise its manifest");
   for (CLI::App* c : {ex, show}) {
     c->add_option("dir", f->dir, "save directory (uses --tag or DIR/latest) or a tag directory")
         ->required();
     c->add_option("--tag", f->tag, "checkpoint tag, e.g. global_step100");
   }
-  ex->add_option("--to", f->to, "output .safetensors file")->required();
+  ex->add_option("--to", f->to,
+                 "output: FILE.safetensors, or a directory (HF layout: config.json, "
+                 "model.safetensors or model-0000i-of-0000N.safetensors + index)")
+      ->required();
+  ex->add_option("--max-shard-size", f->max_shard_bytes,
+                 "largest weights file of a directory export, in bytes (as HF's max_shard_size)")
+      ->capture_default_str();
   ex->add_option("--dtype", f->dtype, "fp32, bf16 or fp16")->capture_default_str();
   return [ex, f]() { return ex->parsed() ? run_export(*f) : run_show(*f); };
 }

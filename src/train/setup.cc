@@ -3,12 +3,14 @@
 
 #include <algorithm>
 #include <array>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "checkpoint/hf/model_dir.h"
 #include "train/data/dataset.h"
 #include "train/data/tokenizer.h"
 #include "train/default_config.h"
@@ -16,9 +18,24 @@
 namespace zerotrain::train {
 namespace {
 
-StatusOr<model::ModelSpec> model_spec(const TrainOptions& o) {
+// --model names a path (not a preset) when it has a '/', ends in .json or
+// exists.
+bool is_model_path(const std::string& m) {
+  std::error_code ec;
+  return m.find('/') != std::string::npos || m.ends_with(".json") ||
+         std::filesystem::exists(m, ec);
+}
+
+StatusOr<model::ModelSpec> model_spec(const TrainOptions& o, std::string* weights) {
   if (o.model_config) return model::model_spec_from_config(*o.model_config);
-  return model::model_spec(o.model);
+  if (!is_model_path(o.model)) return model::model_spec(o.model);
+  StatusOr<checkpoint::HfModelDir> dir = checkpoint::open_hf_model(o.model);
+  if (!dir.ok()) return dir.status().with_context("--model");
+  StatusOr<model::ModelSpec> spec = model::model_spec_from_config(dir->config);
+  if (!spec.ok()) return spec.status().with_context("--model " + o.model);
+  spec->name = o.model;
+  if (!dir->weight_files.empty()) *weights = o.model;
+  return spec;
 }
 
 config::TrainerArgs given_args(const TrainOptions& o, int world, int64_t hidden) {
@@ -43,7 +60,7 @@ config::TrainerArgs given_args(const TrainOptions& o, int world, int64_t hidden)
 
 StatusOr<Setup> make_setup(const TrainOptions& o, int world) {
   Setup s;
-  ZT_ASSIGN_OR_RETURN(s.model, model_spec(o));
+  ZT_ASSIGN_OR_RETURN(s.model, model_spec(o, &s.model_weights));
   ZT_ASSIGN_OR_RETURN(s.info, s.model.family->info(s.model.config));
   const bool embedded = o.deepspeed_config.empty();
   const int64_t default_steps = o.steps.value_or(DefaultTrainerArgs::kSteps);

@@ -21,6 +21,9 @@ namespace zerotrain::train {
 struct Setup {
   config::Config cfg;
   model::ModelSpec model;  // family and config
+  // The HF model directory `--model` named, when it holds weights: the
+  // initial weights (unless init_weights overrides them).
+  std::string model_weights;
   model::ModelInfo info;   // its vocabulary, block size, width, parameter count
   int64_t T = 0;      // sequence length
   int64_t steps = 0;  // optimizer steps to run

@@ -12,7 +12,7 @@
 #include <iterator>
 #include <sstream>
 
-#include "checkpoint/hf/gpt2.h"
+#include "checkpoint/hf/model_dir.h"
 #include "config/config.h"
 #include "core/env.h"
 #include "device/device.h"
@@ -96,12 +96,13 @@ Status Run::init() {
   });
   ZT_ASSIGN_OR_RETURN(model_, model::create_module(s_.model, mo));
   ZT_RETURN_IF_ERROR(model_->init_parameters(o_.seed));
-  if (!o_.init_weights.empty()) {
+  const std::string& weights = o_.init_weights.empty() ? s_.model_weights : o_.init_weights;
+  if (!weights.empty()) {
     // Rank 0's weights are broadcast by the engine; every rank reads them
     // anyway so a bad file fails everywhere at once, before any collective.
     std::vector<float> host(static_cast<size_t>(model_->layout().total_numel()));
-    ZT_RETURN_IF_ERROR(checkpoint::load_hf_gpt2(o_.init_weights, model_->layout(), host.data())
-                           .with_context("--init"));
+    ZT_RETURN_IF_ERROR(checkpoint::load_hf_weights(weights, model_->layout(), host.data())
+                           .with_context(o_.init_weights.empty() ? "--model" : "--init"));
     ZT_RETURN_IF_ERROR(device::copy_from_host(
         host.data(), Tensor(model_->parameters(), DType::kFloat32, host.size(), &device)));
   }

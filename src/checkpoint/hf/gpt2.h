@@ -18,6 +18,7 @@
 #include <functional>
 #include <map>
 #include <string>
+#include <vector>
 
 #include "core/dtype.h"
 #include "core/status.h"
@@ -28,6 +29,12 @@ namespace zerotrain::checkpoint {
 // Fills out[0, count) with the flat parameters [offset, offset + count).
 using ReadFlatFn = std::function<Status(int64_t offset, int64_t count, float* out)>;
 
+// Writes `tensors` (of one layout) in this order to one safetensors file
+// under their names, in `dtype`, as write_hf_gpt2 does.
+Status write_hf_tensors(const std::string& path,
+                        const std::vector<const model::TensorInfo*>& tensors, DType dtype,
+                        const ReadFlatFn& read_flat,
+                        const std::map<std::string, std::string>& metadata = {});
 // Writes every tensor of `layout`, in layout order, in `dtype` (rounded to
 // nearest even), reading each one's range [t.offset, t.offset + t.numel)
 // through read_flat just before writing it, so at most one tensor is held

@@ -184,6 +184,15 @@ Status load_hf_range(const HfModelDir& dir, const model::ParamLayout& layout, in
   return ok_status();
 }
 
+Status load_hf_weights(const std::string& path, const model::ParamLayout& layout, float* out) {
+  std::error_code ec;
+  HfModelDir dir{.path = path, .config = {}, .weight_files = {path}};
+  if (fs::is_directory(path, ec)) {
+    ZT_ASSIGN_OR_RETURN(dir, open_hf_model(path));
+  }
+  return load_hf_range(dir, layout, 0, layout.total_numel(), out);
+}
+
 Status write_hf_model(const std::string& dir, const nlohmann::json& config,
                       const model::ParamLayout& layout, DType dtype, const ReadFlatFn& read_flat,
                       int64_t max_shard_bytes, const std::map<std::string, std::string>& metadata) {
@@ -213,30 +222,14 @@ Status write_hf_model(const std::string& dir, const nlohmann::json& config,
         (name.starts_with("model-") && name.ends_with(".safetensors")))
       fs::remove(e.path(), ec);
   }
-  std::map<std::string, std::string> file_metadata = metadata;
-  file_metadata.emplace("format", "pt");
   const int n = static_cast<int>(shards.size());
   nlohmann::json weight_map = nlohmann::json::object();
-  std::vector<float> ours, hf;
-  for (int s = 0; s < n; ++s) {
-    const std::string file = n == 1 ? kSingle : shard_name(s + 1, n);
-    const std::string path = (fs::path(dir) / file).string();
-    std::vector<SafetensorsTensor> specs;
-    for (const model::TensorInfo* t : shards[static_cast<size_t>(s)]) {
-      specs.push_back({.name = t->name, .dtype = dtype, .shape = t->hf_shape});
-      weight_map[t->name] = file;
-    }
-    ZT_ASSIGN_OR_RETURN(SafetensorsWriter writer,
-                        SafetensorsWriter::create(path, std::move(specs), file_metadata));
-    for (const model::TensorInfo* t : shards[static_cast<size_t>(s)]) {
-      ours.resize(static_cast<size_t>(t->numel));
-      hf.resize(static_cast<size_t>(model::hf_numel(*t)));
-      Status read = read_flat(t->offset, t->numel, ours.data());
-      if (!read.ok()) return read.with_context("exporting " + t->name + " to " + path);
-      model::copy_to_hf(*t, ours.data(), hf.data());
-      ZT_RETURN_IF_ERROR(writer.write(hf));
-    }
-    ZT_RETURN_IF_ERROR(writer.finish());
+  for (int i = 0; i < n; ++i) {
+    const std::string file = n == 1 ? kSingle : shard_name(i + 1, n);
+    for (const model::TensorInfo* t : shards[static_cast<size_t>(i)]) weight_map[t->name] = file;
+    ZT_RETURN_IF_ERROR(write_hf_tensors((fs::path(dir) / file).string(),
+                                        shards[static_cast<size_t>(i)], dtype, read_flat,
+                                        metadata));
   }
   if (n > 1) {
     const nlohmann::json index = {{"metadata", {{"total_size", total}}},

@@ -56,6 +56,10 @@ StatusOr<HfModelDir> open_hf_model(const std::string& path);
 Status load_hf_range(const HfModelDir& dir, const model::ParamLayout& layout, int64_t begin,
                      int64_t end, float* out);
 
+// The whole layout into out (layout.total_numel() floats) from `path`: a
+// safetensors file, or an HF model directory's weights.
+Status load_hf_weights(const std::string& path, const model::ParamLayout& layout, float* out);
+
 // Writes config.json (atomically) and the weights in `dtype`: one
 // model.safetensors, or, when they exceed max_shard_bytes (0: never),
 // model-0000i-of-0000N.safetensors and model.safetensors.index.json, each

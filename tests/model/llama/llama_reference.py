@@ -38,7 +38,11 @@ train: raw int32 tokens; step s takes the B*T+1 tokens starting at
   (s*B*T) mod (len - B*T - 1); row b's inputs are w[b*T : b*T+T] and its
   targets w[b*T+1 : b*T+T+1]. torch.optim.AdamW on every parameter (one group,
   decay on all), no clipping, no schedule. Prints {"step": s, "loss": x} per
-  step (the loss of the step's batch before its update), s from 0.
+  step (the loss of the step's batch before its update), s from 0. With
+  --zt-data DIR instead of --data: zerotrain's token shards in zerotrain's
+  loader order (--seed, --world-size, --grad-accum; --batch is the micro-
+  batch per rank): each step's batch is every rank's micro-batches of the
+  step, so the losses are `zerotrain train --data DIR`'s.
 
 Parameters (HF names, state-dict order; [out, in] as nn.Linear stores them):
   model.embed_tokens.weight [V, C]; per layer i, prefix model.layers.{i}.:
@@ -577,15 +581,36 @@ def train_batch(data, s, B, T):
     return x, y
 
 
+def zt_batches(a):
+    """Step by step, the global batch `zerotrain train --data DIR --seed S`
+    trains on at world size R and gradient accumulation A: every rank's
+    micro-batches (zt_data.Loader, zerotrain's loader order), concatenated,
+    so the mean loss over them is zerotrain's mean of rank and micro-step
+    means (every target counts)."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "bench" / "peer"))
+    from zt_data import Loader, read_split
+    tokens = read_split(a.zt_data, "train")
+    loaders = [Loader(tokens, a.seq, a.batch, a.world_size, r, a.seed, a.grad_accum)
+               for r in range(a.world_size)]
+    while True:
+        rows = [row for _ in range(a.grad_accum) for ld in loaders for row in ld.next()]
+        t = torch.tensor(rows, dtype=torch.int64)
+        yield t[:, :-1], t[:, 1:]
+
+
 def cmd_train(a):
     dtype = DTYPES[a.dtype]
     _, cfg, P = load_model(a.model, dtype)
-    data = read_int32(a.data, None, "data")
-    check_ids(cfg, data, data)
+    if a.zt_data:
+        batches = zt_batches(a)
+    else:
+        data = read_int32(a.data, None, "data")
+        check_ids(cfg, data, data)
+        batches = (train_batch(data, s, a.batch, a.seq) for s in range(a.steps))
     opt = torch.optim.AdamW(list(P.values()), lr=a.lr, betas=(a.beta1, a.beta2), eps=a.eps,
                             weight_decay=a.weight_decay)
     for s in range(a.steps):
-        x, y = train_batch(data, s, a.batch, a.seq)
+        x, y = next(batches)
         opt.zero_grad(set_to_none=True)
         _, loss = losses_of(forward(cfg, P, x), y)
         loss.backward()
@@ -732,7 +757,13 @@ def parse_args(argv):
                         "without F64, the values computed in --dtype and rounded once")
     t = sub.add_parser("train", help="AdamW loss curve")
     t.add_argument("--model", required=True)
-    t.add_argument("--data", required=True, help="raw little-endian int32 tokens")
+    src = t.add_mutually_exclusive_group(required=True)
+    src.add_argument("--data", help="raw little-endian int32 tokens")
+    src.add_argument("--zt-data", help="zerotrain token shards (train_*.bin), read in "
+                                       "zerotrain's loader order (bench/peer/zt_data.py)")
+    t.add_argument("--seed", type=int, default=1234, help="--zt-data: the loader's seed")
+    t.add_argument("--world-size", type=int, default=1, help="--zt-data: zerotrain's ranks")
+    t.add_argument("--grad-accum", type=int, default=1, help="--zt-data: accumulation steps")
     t.add_argument("--batch", type=int, required=True)
     t.add_argument("--seq", type=int, required=True)
     t.add_argument("--steps", type=int, required=True)
