@@ -120,7 +120,11 @@ Runner add_train_command(CLI::App& app) {
   cmd->add_option("--device-memory", f->device_memory,
                   "capacity of the device's memory, e.g. 512MiB (default: unlimited, or "
                   "ZEROTRAIN_DEVICE_MEMORY); an allocation beyond it fails naming what would fit");
-  cmd->add_option("--model", f->o.model, "model preset: gpt2-tiny, gpt2-5m, gpt2-small-ish, gpt2")
+  cmd->add_option("--model", f->o.model,
+                  "a preset (gpt2-tiny, gpt2-5m, gpt2-small-ish, gpt2, llama-tiny, smollm-135m, "
+                  "tinyllama-1.1b, llama-3.2-1b, mistral-tiny, qwen2-tiny), a Hugging Face model "
+                  "directory (config.json + safetensors: its weights are the initial ones) or a "
+                  "config.json")
       ->capture_default_str();
   cmd->add_option("--data", f->o.data_dir,
                   "directory of train_*.bin/val_*.bin shards (zerotrain data tokenize); "
@@ -159,6 +163,9 @@ Runner add_train_command(CLI::App& app) {
   cmd->add_option("--load-tag", f->o.load_tag, "resume from DIR/TAG instead of DIR/latest");
   cmd->add_option("--init", f->o.init_weights,
                   "initial weights from a safetensors file (HF GPT-2 names, e.g. an export)");
+  cmd->add_flag("--gradient-checkpointing,--gradient_checkpointing", f->o.gradient_checkpointing,
+                "activation checkpointing of every block, as HF's flag (also on when the "
+                "ds_config has an activation_checkpointing section)");
   cmd->add_option("--metrics", f->o.metrics_file,
                   "append one JSON line a step (step, exact loss, lr, loss scale, grad norm)");
   cmd->add_flag("--print-default-config", f->print_default_config,

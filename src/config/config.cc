@@ -167,6 +167,8 @@ ParseResult parse_config_detailed(std::string_view json_text, const TrainerArgs&
     }
   }
   if (result.errors.empty()) {
+    r.config.activation_checkpointing.enabled =
+        doc->contains("activation_checkpointing") && !(*doc)["activation_checkpointing"].is_null();
     r.config.warnings.clear();
     for (const ConfigError& w : result.warnings) r.config.warnings.push_back(w.to_string());
     result.config = std::move(r.config);

@@ -184,6 +184,20 @@ struct FlopsProfilerConfig {
   std::optional<std::string> output_file;  // unset: the log
 };
 
+// DeepSpeed's activation_checkpointing section. zerotrain's models
+// checkpoint every block when the section is present (as Megatron models
+// call deepspeed.checkpointing when it is configured) or the trainer is
+// given --gradient-checkpointing.
+struct ActivationCheckpointingConfig {
+  bool enabled = false;                  // the section is present
+  bool partition_activations = false;    // a no-op without model parallelism
+  bool contiguous_memory_optimization = false;  // ours are contiguous anyway
+  bool cpu_checkpointing = false;        // checkpoints in host memory (the CPU device's own)
+  std::optional<int64_t> number_checkpoints;  // DeepSpeed's buffer count; ours: every block
+  bool synchronize_checkpoint_boundary = false;
+  bool profile = false;  // log the recompute time each step
+};
+
 struct CheckpointConfig {
   TagValidation tag_validation = TagValidation::kWarn;
   bool use_node_local_storage = false;
@@ -197,6 +211,7 @@ struct Config {
   SchedulerConfig scheduler;
   ZeroConfig zero;
   CheckpointConfig checkpoint;
+  ActivationCheckpointingConfig activation_checkpointing;
   MonitorConfig csv_monitor;
   MonitorConfig tensorboard;
   FlopsProfilerConfig flops_profiler;

@@ -9,12 +9,6 @@ namespace zerotrain::config {
 using enum ValueType;
 using enum Support;
 
-namespace {
-constexpr std::string_view kNoRecompute =
-    "zerotrain does not recompute activations yet, so activation memory is as without "
-    "checkpointing (DeepSpeed applies this section only where model code calls "
-    "deepspeed.checkpointing)";
-}  // namespace
 
 void add_unsupported_sections(std::vector<KeySpec>& out) {
   // Sections switched on by an "enabled" key: accepted while it is false or
@@ -70,47 +64,6 @@ void add_unsupported_sections(std::vector<KeySpec>& out) {
                    .help = "Accepted only when empty."});
 
   const KeySpec keys[] = {
-      {.path = "activation_checkpointing",
-       .type = kSection,
-       .help = "DeepSpeed's activation checkpointing: accepted and ignored, with a warning "
-               "(zerotrain does not recompute activations yet; DeepSpeed applies the section "
-               "only where model code calls deepspeed.checkpointing)."},
-      {.path = "activation_checkpointing.partition_activations",
-       .type = kBool,
-       .default_json = "false",
-       .support = kInert,
-       .warn = kNoRecompute,
-       .help = "Split across MP ranks."},
-      {.path = "activation_checkpointing.contiguous_memory_optimization",
-       .type = kBool,
-       .default_json = "false",
-       .support = kInert,
-       .warn = kNoRecompute,
-       .help = "Contiguous buffers."},
-      {.path = "activation_checkpointing.cpu_checkpointing",
-       .type = kBool,
-       .default_json = "false",
-       .support = kInert,
-       .warn = kNoRecompute,
-       .help = "Keep them on the host."},
-      {.path = "activation_checkpointing.number_checkpoints",
-       .type = kInt,
-       .support = kInert,
-       .nullable = true,
-       .warn = kNoRecompute,
-       .help = "Checkpoint count."},
-      {.path = "activation_checkpointing.synchronize_checkpoint_boundary",
-       .type = kBool,
-       .default_json = "false",
-       .support = kInert,
-       .warn = kNoRecompute,
-       .help = "Synchronize at boundaries."},
-      {.path = "activation_checkpointing.profile",
-       .type = kBool,
-       .default_json = "false",
-       .support = kInert,
-       .warn = kNoRecompute,
-       .help = "Time checkpointing."},
       {.path = "aio",
        .type = kSection,
        .help = "Async I/O for NVMe offload; accepted and unused (NVMe offload is not "

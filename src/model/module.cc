@@ -212,6 +212,14 @@ Status Module::backward(float dloss) {
   for (int s = num_groups() - 1; s >= 0; --s) {
     ZT_RETURN_IF_ERROR(run_hook(hooks_.before_backward, s));
     ZT_RETURN_IF_ERROR(check_bound(s, Pass::kBackward));
+    if (options_.checkpoint_layers && checkpointable_stage(s)) {
+      const auto t0 = std::chrono::steady_clock::now();
+      ZT_RETURN_IF_ERROR(forward_stage(s));
+      if (options_.checkpoint_synchronize) ZT_RETURN_IF_ERROR(device_->synchronize());
+      recompute_seconds_ +=
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      ++recomputed_stages_;
+    }
     ZT_RETURN_IF_ERROR(backward_stage(s));
     ZT_RETURN_IF_ERROR(run_hook(hooks_.after_backward, s));
   }

@@ -47,6 +47,18 @@
 // keep parameters alive between forward and backward; it must present the
 // same values again for the backward.
 //
+// == Activation checkpointing ==
+// With options().checkpoint_layers the family keeps every block's output
+// (the next block's input) but one shared set of the other activations,
+// and backward() runs, for each checkpointable stage s (a block),
+// before_backward(s) -> forward_stage(s) again -> backward_stage(s) ->
+// after_backward(s). The recompute reads exactly the parameters the
+// stage's backward reads (param_groups_read(s, kBackward) ⊇ its forward's),
+// so a ZeRO-3 gather in before_backward serves both, and it touches no
+// tied weight (blocks own no shared tensor). Deterministic kernels on the
+// same inputs give the forward's values bit for bit, so the gradients are
+// exactly those without checkpointing.
+//
 // == Semantics ==
 // forward: loss = mean over tokens with target >= 0 of the cross-entropy
 // (targets < 0 are ignored); per-token losses in losses(). targets may be
@@ -90,6 +102,14 @@ struct ModuleOptions {
   // targets); off, the lm head runs over chunks of head_rows rows.
   bool full_logits = false;
   int64_t head_rows = 0;  // rows of an lm-head chunk; 0: automatic
+  // Activation checkpointing: keep only each block's input (its stage's
+  // output is the next one's input) and one block's worth of activations;
+  // the backward re-runs a block's forward just before its backward (see
+  // "Activation checkpointing" above). Bit-identical results.
+  bool checkpoint_layers = false;
+  // With checkpoint_layers: synchronise the device after each recomputed
+  // forward (DeepSpeed's synchronize_checkpoint_boundary).
+  bool checkpoint_synchronize = false;
   // Where the parameters, gradients and activations live and the kernels
   // run; null: the process's default device (device::default_device()).
   device::Device* device = nullptr;
@@ -205,6 +225,11 @@ class Module {
   // The profiler's per-stage parameters and MACs for a forward over (B, T).
   virtual ModelCost cost(int64_t B, int64_t T) const = 0;
 
+  // Stages recomputed and their seconds since construction (activation
+  // checkpointing; DeepSpeed's checkpointing profile).
+  int64_t recomputed_stages() const { return recomputed_stages_; }
+  double recompute_seconds() const { return recompute_seconds_; }
+
   // Per-token losses of the last forward (host memory, B·T of them).
   std::span<const float> losses() const { return losses_; }
   MemoryStats memory() const;
@@ -241,6 +266,9 @@ class Module {
   // any B·T); 0 when there are none.
   static float mean_loss(std::span<const float> losses, std::span<const int32_t> targets,
                          int64_t valid);
+  // Whether stage s keeps only its input under checkpoint_layers (and is
+  // recomputed in the backward): the family's blocks.
+  virtual bool checkpointable_stage(int stage) const { return false; }
   // Activation bytes beyond the activation memory (the family's scratch).
   virtual int64_t scratch_bytes() const { return 0; }
   // Every group has (all = true) or one lost (false) its bf16 view.
@@ -265,6 +293,8 @@ class Module {
   bool activations_lent_ = false;
   bool stage_timing_ = false;
   std::vector<double> stage_seconds_;  // [num_groups] when stage_timing_
+  int64_t recomputed_stages_ = 0;
+  double recompute_seconds_ = 0.0;
 };
 
 }  // namespace zerotrain::model

@@ -18,6 +18,7 @@
 #include "device/device.h"
 #include "engine/engine.h"
 #include "model/registry.h"
+#include "train/activation_checkpointing.h"
 #include "train/data/corpus.h"
 #include "train/data/loader.h"
 #include "train/default_config.h"
@@ -84,7 +85,12 @@ Status Run::init() {
   // bf16: the GEMMs read bf16 operands too (the engine keeps the weights
   // themselves bf16-rounded).
   const model::ModuleOptions mo{
-      .max_batch = B, .max_seq = s_.T, .bf16_compute = s_.cfg.bf16.enabled, .device = &device};
+      .max_batch = B,
+      .max_seq = s_.T,
+      .bf16_compute = s_.cfg.bf16.enabled,
+      .checkpoint_layers = checkpointing_on(s_.cfg, o_),
+      .checkpoint_synchronize = s_.cfg.activation_checkpointing.synchronize_checkpoint_boundary,
+      .device = &device};
   // A device too small for the model itself says what would fit.
   ZT_ASSIGN_OR_RETURN(const model::ParamLayout layout, s_.model.family->layout(s_.model.config));
   ZT_ASSIGN_OR_RETURN(const int64_t activations,
@@ -269,6 +275,7 @@ void Run::print_start() {
        << " rank(s), micro-batch " << s_.cfg.batch.train_micro_batch_size_per_gpu << ", grad accum "
        << s_.cfg.batch.gradient_accumulation_steps << ", global batch "
        << s_.cfg.batch.train_batch_size << " x " << s_.T << " tokens, " << s_.steps << " steps\n";
+  out_ << describe_checkpointing(s_.cfg, o_, s_.info.num_layers);
   out_ << format_memory_report(mem, s_.cfg.zero.stage);
   out_.flush();
 }
@@ -344,7 +351,12 @@ StatusOr<TrainSummary> Run::loop() {
     const bool profile =
         s_.cfg.flops_profiler.enabled && step - 1 == s_.cfg.flops_profiler.profile_step;
     if (profile) model_->set_stage_timing(true);
+    const int64_t recomputed = model_->recomputed_stages();
+    const double recompute_seconds = model_->recompute_seconds();
     ZT_RETURN_IF_ERROR(train_step(&loss));
+    if (rank0_ && s_.cfg.activation_checkpointing.profile && checkpointing_on(s_.cfg, o_))
+      out_ << format_recompute_line(model_->recomputed_stages() - recomputed,
+                                    model_->recompute_seconds() - recompute_seconds);
     if (profile) {
       const std::span<const double> st = model_->forward_stage_seconds();
       profiled_stage_seconds_.assign(st.begin(), st.end());

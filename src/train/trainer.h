@@ -67,6 +67,9 @@ struct TrainOptions {
   // Initial weights from a safetensors file under HF GPT-2 names (instead
   // of the seeded init); the model must match its shapes.
   std::string init_weights;
+  // Activation checkpointing of every block, as HF's --gradient_checkpointing
+  // (also on when the ds_config has an activation_checkpointing section).
+  bool gradient_checkpointing = false;
   // Rank 0 appends one JSON line a step: step, loss (exact: %.9g), lr,
   // loss_scale, grad_norm, skipped.
   std::string metrics_file;

@@ -174,6 +174,28 @@ TEST(ConfigTolerance, ZeroSizesMeanOneTensorEachAsInDeepSpeed) {
               HasSubstr("must be >= 0"));
 }
 
+TEST(ConfigTolerance, ActivationCheckpointingIsOnOnlyWhenItsSectionIsThere) {
+  ParseResult none = parse(R"({"train_batch_size": 8})");
+  ASSERT_TRUE(none.config);
+  EXPECT_FALSE(none.config->activation_checkpointing.enabled);
+  ParseResult empty = parse(R"({"train_batch_size": 8, "activation_checkpointing": {}})");
+  ASSERT_TRUE(empty.config);
+  EXPECT_TRUE(empty.config->activation_checkpointing.enabled);
+  ParseResult set = parse(R"({"train_batch_size": 8, "activation_checkpointing": {
+      "number_checkpoints": 4, "synchronize_checkpoint_boundary": true, "profile": true,
+      "cpu_checkpointing": true, "contiguous_memory_optimization": true}})");
+  ASSERT_TRUE(set.config) << set.status().to_string();
+  const auto& a = set.config->activation_checkpointing;
+  EXPECT_EQ(a.number_checkpoints, 4);
+  EXPECT_TRUE(a.synchronize_checkpoint_boundary && a.profile && a.cpu_checkpointing &&
+              a.contiguous_memory_optimization);
+  EXPECT_EQ(warnings_of(set), "");
+  EXPECT_THAT(error_at(parse(R"({"train_batch_size": 8, "activation_checkpointing": {
+      "number_checkpoints": 0}})"),
+                       "activation_checkpointing.number_checkpoints"),
+              HasSubstr(">= 1"));
+}
+
 TEST(ConfigTolerance, IgnoredKeysWarnAndLackingFeaturesAreRefusedByName) {
   ParseResult r = parse(R"({"train_batch_size": 8,
       "bf16": {"enabled": true, "loss_scale": 0, "initial_scale_power": 16},
@@ -183,8 +205,9 @@ TEST(ConfigTolerance, IgnoredKeysWarnAndLackingFeaturesAreRefusedByName) {
   ASSERT_TRUE(r.config) << r.status().to_string();
   const std::string w = warnings_of(r);
   EXPECT_THAT(w, HasSubstr("bf16.loss_scale: ignored: an fp16 key"));
-  EXPECT_THAT(w, HasSubstr("activation_checkpointing.partition_activations: ignored: zerotrain "
-                           "does not recompute activations yet"));
+  // The section switches checkpointing on (train/activation_checkpointing.h).
+  EXPECT_TRUE(r.config->activation_checkpointing.enabled);
+  EXPECT_TRUE(r.config->activation_checkpointing.partition_activations);
   EXPECT_THAT(w, HasSubstr("aio.thread_count: ignored: DeepSpeed's docs name it"));
   ParseResult refused = parse(R"({"train_batch_size": 8, "wandb": {"enabled": true},
       "fp8": {"enabled": true}, "sequence_parallel": {"enabled": false}})");

@@ -4,7 +4,7 @@
 namespace zerotrain::model::gpt2 {
 
 int64_t Activations::plan(const GptConfig& cfg, int64_t B, int64_t T, bool att_lse,
-                          int64_t head_rows_, bool bf16, float* base) {
+                          int64_t head_rows_, bool bf16, bool checkpoint, float* base) {
   const int64_t BT = B * T, C = cfg.n_embd;
   int64_t next = 0;
   auto take = [&](float** p, int64_t n) {
@@ -20,6 +20,11 @@ int64_t Activations::plan(const GptConfig& cfg, int64_t B, int64_t T, bool att_l
   take(&encoded, BT * C);
   layers.resize(static_cast<size_t>(cfg.n_layer));
   for (LayerActivations& l : layers) {
+    if (checkpoint && &l != &layers.front()) {  // one shared set, its own output
+      l = layers.front();
+      take(&l.res3, BT * C);
+      continue;
+    }
     take(&l.ln1_mean, BT);
     take(&l.ln1_rstd, BT);
     if (bf16) {

@@ -5,9 +5,9 @@
 // prefix of each array in the dense [B,T,...] layout the kernels expect.
 //
 //   Activations a;
-//   int64_t n = a.plan(cfg, B, T, true, rows, false, nullptr);  // count floats
+//   int64_t n = a.plan(cfg, B, T, true, rows, false, false, nullptr);  // count floats
 //   AlignedBuffer<float> buf(n);
-//   a.plan(cfg, B, T, true, rows, false, buf.data());           // bind pointers
+//   a.plan(cfg, B, T, true, rows, false, false, buf.data());           // bind pointers
 //
 // Thread-safety: plain data, one owner.
 #pragma once
@@ -89,9 +89,10 @@ struct Activations {
   // needed for shape (B, T) of cfg, each array starting 64-byte aligned.
   // att_lse: keep the [B,NH,T] log-sum-exp instead of the attention map;
   // head_rows: rows of the logits array (the lm head's chunk); bf16: the
-  // bf16 path's arrays (see LayerActivations).
+  // bf16 path's arrays (see LayerActivations); checkpoint: activation
+  // checkpointing, every layer's arrays but its res3 shared with layer 0's.
   int64_t plan(const GptConfig& cfg, int64_t B, int64_t T, bool att_lse, int64_t head_rows,
-               bool bf16, float* base);
+               bool bf16, bool checkpoint, float* base);
 };
 
 // Rows of one lm-head chunk for B·T rows: `requested` if > 0, else about

@@ -30,7 +30,7 @@ StatusOr<int64_t> activation_bytes(const nlohmann::json& j, const ModuleOptions&
   ZT_ASSIGN_OR_RETURN(GptConfig c, from_json(j));
   return GptModel::activation_bytes(c, o.max_batch, o.max_seq > 0 ? o.max_seq : c.seq_len,
                                     o.bf16_compute, o.recompute_attention, o.full_logits,
-                                    o.head_rows);
+                                    o.head_rows, o.checkpoint_layers);
 }
 
 ModelFamily make_family() {

@@ -57,10 +57,10 @@ StatusOr<GptModel> GptModel::create(const GptConfig& cfg, const ModuleOptions& o
   const int64_t head_rows =
       logits_rows(cfg, opts.max_batch, opts.max_seq, opts.full_logits, opts.head_rows);
   const int64_t acts = m.acts_.plan(cfg, opts.max_batch, opts.max_seq, opts.recompute_attention,
-                                    head_rows, opts.bf16_compute, nullptr);
+                                    head_rows, opts.bf16_compute, opts.checkpoint_layers, nullptr);
   ZT_RETURN_IF_ERROR(m.allocate(acts));
   m.acts_.plan(cfg, opts.max_batch, opts.max_seq, opts.recompute_attention, head_rows,
-               opts.bf16_compute, m.activation_memory());
+               opts.bf16_compute, opts.checkpoint_layers, m.activation_memory());
   ZT_RETURN_IF_ERROR(m.allocate_scratch());
   return m;
 }
@@ -183,10 +183,11 @@ StatusOr<float> GptModel::finish_forward() {
 }
 
 int64_t GptModel::activation_bytes(const GptConfig& cfg, int64_t B, int64_t T, bool bf16_compute,
-                                   bool recompute_attention, bool full_logits, int64_t head_rows) {
+                                   bool recompute_attention, bool full_logits, int64_t head_rows,
+                                   bool checkpoint) {
   Activations a;
   const int64_t rows = logits_rows(cfg, B, T, full_logits, head_rows);
-  int64_t bytes = a.plan(cfg, B, T, recompute_attention, rows, bf16_compute, nullptr) *
+  int64_t bytes = a.plan(cfg, B, T, recompute_attention, rows, bf16_compute, checkpoint, nullptr) *
                   static_cast<int64_t>(sizeof(float));
   if (bf16_compute) {
     const Bf16Scratch n16 = bf16_scratch(cfg, B, T, rows);

@@ -56,6 +56,7 @@ class GptModel : public Module {
   std::vector<int> param_groups_read(int stage, Pass pass) const override;
   std::vector<int> grad_groups_written(int stage) const override;
   ModelCost cost(int64_t B, int64_t T) const override;
+  bool checkpointable_stage(int s) const override { return s > 0 && s < num_groups() - 1; }
 
   // [B,T,Vp] of the last forward, in device memory (full_logits only; else
   // the last chunk's rows, on the fp32 path overwritten by their dlogits
@@ -66,7 +67,8 @@ class GptModel : public Module {
   // ModuleOptions).
   static int64_t activation_bytes(const GptConfig& cfg, int64_t B, int64_t T,
                                   bool bf16_compute = false, bool recompute_attention = true,
-                                  bool full_logits = false, int64_t head_rows = 0);
+                                  bool full_logits = false, int64_t head_rows = 0,
+                                  bool checkpoint = false);
 
  protected:
   Status begin_forward(const int32_t* tokens, const int32_t* targets, int64_t B, int64_t T,

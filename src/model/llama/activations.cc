@@ -6,7 +6,7 @@
 namespace zerotrain::model::llama {
 
 int64_t Activations::plan(const LlamaConfig& cfg, int64_t B, int64_t T, int64_t rows,
-                          float* base) {
+                          bool checkpoint, float* base) {
   const int64_t BT = B * T, C = cfg.hidden_size, KC = cfg.kv_dim(), I = cfg.intermediate_size,
                 NH = cfg.num_heads, Vp = cfg.padded_vocab, half = cfg.head_dim() / 2;
   int64_t used = 0;
@@ -19,6 +19,11 @@ int64_t Activations::plan(const LlamaConfig& cfg, int64_t B, int64_t T, int64_t 
   encoded = take(BT * C);
   layers.resize(static_cast<size_t>(cfg.num_layers));
   for (LayerActivations& a : layers) {
+    if (checkpoint && &a != &layers.front()) {  // one shared set, its own output
+      a = layers.front();
+      a.res3 = take(BT * C);
+      continue;
+    }
     a.rstd1 = take(BT);
     a.q = take(BT * C);
     a.k = take(BT * KC);

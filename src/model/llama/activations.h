@@ -63,8 +63,10 @@ struct Activations {
   int64_t head_rows = 0;
 
   // Binds the pointers into base (when not null) and returns the floats
-  // needed for (B, T), every array 64-byte aligned.
-  int64_t plan(const LlamaConfig& cfg, int64_t B, int64_t T, int64_t head_rows, float* base);
+  // needed for (B, T), every array 64-byte aligned. checkpoint: activation
+  // checkpointing, every layer's arrays but its res3 shared with layer 0's.
+  int64_t plan(const LlamaConfig& cfg, int64_t B, int64_t T, int64_t head_rows, bool checkpoint,
+               float* base);
 };
 
 // Rows of one lm-head chunk: `requested` if > 0, else about 1 Mi floats of

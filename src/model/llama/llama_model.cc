@@ -55,9 +55,11 @@ StatusOr<LlamaModel> LlamaModel::create(const LlamaConfig& cfg, const ModuleOpti
   LlamaModel m(cfg, opts);
   const int64_t rows =
       logits_rows(cfg, opts.max_batch, opts.max_seq, opts.full_logits, opts.head_rows);
-  const int64_t floats = m.acts_.plan(cfg, opts.max_batch, opts.max_seq, rows, nullptr);
+  const int64_t floats =
+      m.acts_.plan(cfg, opts.max_batch, opts.max_seq, rows, opts.checkpoint_layers, nullptr);
   ZT_RETURN_IF_ERROR(m.allocate(floats));
-  m.acts_.plan(cfg, opts.max_batch, opts.max_seq, rows, m.activation_memory());
+  m.acts_.plan(cfg, opts.max_batch, opts.max_seq, rows, opts.checkpoint_layers,
+               m.activation_memory());
   const RopeTables rope = rope_tables(cfg, opts.max_seq);
   ZT_RETURN_IF_ERROR(
       m.device().copy(m.acts_.rope_cos, rope.cos.data(), rope.cos.size() * sizeof(float)));
@@ -67,9 +69,9 @@ StatusOr<LlamaModel> LlamaModel::create(const LlamaConfig& cfg, const ModuleOpti
 }
 
 int64_t LlamaModel::activation_bytes(const LlamaConfig& cfg, int64_t B, int64_t T,
-                                     bool full_logits, int64_t head_rows) {
+                                     bool full_logits, int64_t head_rows, bool checkpoint) {
   Activations a;
-  return a.plan(cfg, B, T, logits_rows(cfg, B, T, full_logits, head_rows), nullptr) *
+  return a.plan(cfg, B, T, logits_rows(cfg, B, T, full_logits, head_rows), checkpoint, nullptr) *
          static_cast<int64_t>(sizeof(float));
 }
 

@@ -51,12 +51,14 @@ class LlamaModel : public Module {
   std::vector<int> param_groups_read(int stage, Pass pass) const override;
   std::vector<int> grad_groups_written(int stage) const override;
   ModelCost cost(int64_t B, int64_t T) const override;
+  bool checkpointable_stage(int s) const override { return s > 0 && s < num_groups() - 1; }
 
   // [B,T,Vp] of the last forward in device memory (full_logits; else the
   // last chunk's rows, overwritten by their dlogits when for_backward).
   const float* logits() const { return acts_.logits; }
   static int64_t activation_bytes(const LlamaConfig& cfg, int64_t B, int64_t T,
-                                  bool full_logits = false, int64_t head_rows = 0);
+                                  bool full_logits = false, int64_t head_rows = 0,
+                                  bool checkpoint = false);
 
  protected:
   Status begin_forward(const int32_t* tokens, const int32_t* targets, int64_t B, int64_t T,
