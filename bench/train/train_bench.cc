@@ -10,8 +10,7 @@
 
 #include "config/config.h"
 #include "engine/engine.h"
-#include "model/gpt2/config.h"
-#include "model/gpt2/gpt_model.h"
+#include "model/registry.h"
 
 namespace zerotrain::bench {
 namespace {
@@ -57,12 +56,15 @@ StatusOr<float> train_step(engine::Engine& e, const std::vector<int32_t>& x,
 }  // namespace
 
 TrainCase with_default_shape(TrainCase c, int world_size) {
-  const bool tiny = c.model == "gpt2-tiny", small = c.model == "gpt2-small-ish";
+  const bool tiny = c.model == "gpt2-tiny" || c.model == "llama-tiny",
+             small = c.model == "gpt2-small-ish";
   const int64_t global = tiny ? 8 : small ? 2 : 1;
   if (c.B <= 0) c.B = std::max<int64_t>(1, global / std::max(1, world_size));
   if (c.T <= 0) {
-    const auto cfg = model::gpt2::preset(c.model);
-    c.T = tiny ? 128 : small ? 256 : cfg.ok() ? cfg->seq_len : 0;
+    StatusOr<model::ModelSpec> spec = model::model_spec(c.model);
+    StatusOr<model::ModelInfo> info =
+        spec.ok() ? spec->family->info(spec->config) : StatusOr<model::ModelInfo>(spec.status());
+    c.T = tiny ? 128 : small ? 256 : info.ok() ? std::min<int64_t>(info->max_seq, 1024) : 0;
   }
   return c;
 }
@@ -85,22 +87,27 @@ StatusOr<TrainResult> run_train_case(const TrainCase& in, comm::Communicator* co
   r.c = with_default_shape(in, comm->world_size());
   const TrainCase& c = r.c;
   if (c.steps < 1) return invalid_argument("--steps: must be >= 1, got " + std::to_string(c.steps));
-  ZT_ASSIGN_OR_RETURN(model::gpt2::GptConfig gpt, model::gpt2::preset(c.model));
-  if (c.T < 1 || c.T > gpt.seq_len)
+  ZT_ASSIGN_OR_RETURN(model::ModelSpec spec, model::model_spec(c.model));
+  ZT_ASSIGN_OR_RETURN(model::ModelInfo info, spec.family->info(spec.config));
+  if (c.T < 1 || c.T > info.max_seq)
     return invalid_argument("--seq: " + std::to_string(c.T) + " is outside [1, " +
-                            std::to_string(gpt.seq_len) + "], " + c.model + "'s block size");
+                            std::to_string(info.max_seq) + "], " + c.model + "'s block size");
   config::TrainerArgs args;
   args.world_size = comm->world_size();
-  args.hidden_size = gpt.n_embd;
+  args.hidden_size = info.hidden_size;
   ZT_ASSIGN_OR_RETURN(config::Config cfg, config::parse_config(train_ds_config(c), args));
-  ZT_ASSIGN_OR_RETURN(model::gpt2::GptModel m,
-                      model::gpt2::GptModel::create(
-                          gpt, {.max_batch = c.B, .max_seq = c.T, .bf16_compute = c.bf16}));
-  ZT_RETURN_IF_ERROR(m.init_parameters(c.seed));
-  ZT_ASSIGN_OR_RETURN(std::unique_ptr<engine::Engine> e, engine::Engine::create(cfg, &m, comm));
-  r.params = model::gpt2::parameter_count(gpt);
+  ZT_ASSIGN_OR_RETURN(std::unique_ptr<model::Module> m,
+                      model::create_module(spec, {.max_batch = c.B,
+                                                  .max_seq = c.T,
+                                                  .bf16_compute = c.bf16,
+                                                  .checkpoint_layers = c.checkpoint}));
+  ZT_RETURN_IF_ERROR(m->init_parameters(c.seed));
+  ZT_ASSIGN_OR_RETURN(std::unique_ptr<engine::Engine> e,
+                      engine::Engine::create(cfg, m.get(), comm));
+  r.params = info.parameters;
   r.numel = e->memory().numel;
-  r.flops_per_token = model::gpt2::flops_per_token(gpt, c.T);
+  r.flops_per_token = info.flops_per_token(c.T);
+  r.activation_bytes = m->memory().activation_bytes;
   r.ranks = comm->world_size();
   r.threads = omp_get_max_threads();
 
@@ -108,7 +115,7 @@ StatusOr<TrainResult> run_train_case(const TrainCase& in, comm::Communicator* co
   std::vector<int32_t> x, y;
   for (int i = 0; i < c.warmup + c.steps; ++i) {
     if (i == c.warmup) e->reset_timings();
-    fill_batch(rng, gpt.vocab_size, c.B, c.T, &x, &y);
+    fill_batch(rng, info.vocab_size, c.B, c.T, &x, &y);
     const auto t0 = Clock::now();
     ZT_ASSIGN_OR_RETURN(float loss, train_step(*e, x, y, c.B, c.T));
     float dt = std::chrono::duration<float>(Clock::now() - t0).count();
@@ -143,6 +150,8 @@ nlohmann::json train_result_json(const TrainResult& r) {
           {"params", r.params},
           {"numel", r.numel},
           {"precision", r.c.bf16 ? "bf16" : "fp32"},
+          {"checkpoint", r.c.checkpoint},
+          {"activation_bytes", r.activation_bytes},
           {"ranks", r.ranks},
           {"threads", r.threads},
           {"B", r.c.B},

@@ -1,6 +1,7 @@
 // The training-step benchmark: builds the real training path (typed
-// ds_config, model::gpt2::GptModel, engine::Engine over a Communicator) for one
-// case (model preset, fp32 or bf16, micro-batch B, sequence length T),
+// ds_config, the preset's model::Module, engine::Engine over a Communicator)
+// for one case (model preset, fp32 or bf16, activation checkpointing,
+// micro-batch B, sequence length T),
 // runs warm-up optimizer steps, then times each of `steps` optimizer steps
 // by the wall clock (the slowest rank's time, so tokens/s is global) and
 // splits it into the engine's phases. Tokens are uniform random ids from a
@@ -26,8 +27,9 @@
 namespace zerotrain::bench {
 
 struct TrainCase {
-  std::string model = "gpt2-tiny";  // a model::gpt2::preset name
+  std::string model = "gpt2-tiny";  // a model preset (model/registry.h)
   bool bf16 = false;                // bf16 mixed precision (else fp32)
+  bool checkpoint = false;          // activation checkpointing of every block
   int64_t B = 0, T = 0;             // micro-batch per rank, sequence length; 0: default
   int warmup = 2;                   // untimed optimizer steps first
   int steps = 5;                    // timed optimizer steps
@@ -41,9 +43,10 @@ struct PhaseSeconds {
 
 struct TrainResult {
   TrainCase c;
-  int64_t params = 0;                // model::gpt2::parameter_count (the N of 6N)
+  int64_t params = 0;                // ModelInfo::parameters (the N of 6N)
   int64_t numel = 0;                 // elements of the flat buffer the optimizer steps
-  int64_t flops_per_token = 0;       // model::gpt2::flops_per_token(cfg, T)
+  int64_t flops_per_token = 0;       // ModelInfo::flops_per_token(T)
+  int64_t activation_bytes = 0;      // the module's activation memory
   int ranks = 1, threads = 1;        // world size, OpenMP threads per rank
   std::vector<double> step_seconds;  // one per timed step, slowest rank
   PhaseSeconds phases;               // rank 0's
@@ -52,8 +55,9 @@ struct TrainResult {
 
 // Defaults sized for ~0.1-1 s steps on 2 idle cores (about twice that under
 // this machine's usual load), as a global batch split over the ranks so
-// 1 × 2 and 2 × 1 do the same work a step: gpt2-tiny 8 sequences of
-// T=128, gpt2-small-ish 2 of T=256, others 1 at the block size; B = that /
+// 1 × 2 and 2 × 1 do the same work a step: gpt2-tiny and llama-tiny 8
+// sequences of T=128, gpt2-small-ish 2 of T=256, others 1 at the block size
+// (at most 1024); B = that /
 // world_size, at least 1. A B or T already set is kept.
 TrainCase with_default_shape(TrainCase c, int world_size = 1);
 

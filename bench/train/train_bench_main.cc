@@ -31,6 +31,7 @@ int main(int argc, char** argv) {
   app.add_option("--seq", base.T, "sequence length (default: per model)");
   app.add_option("--warmup", base.warmup, "untimed optimizer steps")->check(CLI::NonNegativeNumber);
   app.add_option("--steps", base.steps, "timed optimizer steps")->check(CLI::PositiveNumber);
+  app.add_flag("--checkpoint", base.checkpoint, "activation checkpointing of every block");
   app.add_option("--json", json_path, "append each case's JSON line to this file (rank 0)");
   CLI11_PARSE(app, argc, argv);
 

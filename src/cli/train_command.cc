@@ -110,7 +110,7 @@ int run_train(const CLI::App* cmd, TrainFlags& f) {
 Runner add_train_command(CLI::App& app) {
   auto f = std::make_shared<TrainFlags>();
   CLI::App* cmd = app.add_subcommand(
-      "train", "train a GPT on the generated corpus or token shards (the built-in trainer)");
+      "train", "train a GPT-2 or Llama-family model on the generated corpus or token shards (the built-in trainer)");
   cmd->add_option("--deepspeed,--deepspeed_config", f->o.deepspeed_config,
                   "ds_config.json (default: the embedded config, see --print-default-config)");
   cmd->add_option("--rdzv-file,--rdzv_file", f->rdzv_file,
@@ -121,9 +121,8 @@ Runner add_train_command(CLI::App& app) {
                   "capacity of the device's memory, e.g. 512MiB (default: unlimited, or "
                   "ZEROTRAIN_DEVICE_MEMORY); an allocation beyond it fails naming what would fit");
   cmd->add_option("--model", f->o.model,
-                  "a preset (gpt2-tiny, gpt2-5m, gpt2-small-ish, gpt2, llama-tiny, smollm-135m, "
-                  "tinyllama-1.1b, llama-3.2-1b, mistral-tiny, qwen2-tiny), a Hugging Face model "
-                  "directory (config.json + safetensors: its weights are the initial ones) or a "
+                  "a preset (`zerotrain models` lists them), a Hugging Face model directory "
+                  "(config.json + safetensors: its weights are the initial ones) or a "
                   "config.json")
       ->capture_default_str();
   cmd->add_option("--data", f->o.data_dir,
@@ -162,7 +161,8 @@ Runner add_train_command(CLI::App& app) {
                   "resume from the checkpoint DIR/latest names (any world size and stage)");
   cmd->add_option("--load-tag", f->o.load_tag, "resume from DIR/TAG instead of DIR/latest");
   cmd->add_option("--init", f->o.init_weights,
-                  "initial weights from a safetensors file (HF GPT-2 names, e.g. an export)");
+                  "initial weights from a safetensors file or an HF model directory (HF tensor "
+                  "names, e.g. an export), instead of --model DIR's or the seeded init");
   cmd->add_flag("--gradient-checkpointing,--gradient_checkpointing", f->o.gradient_checkpointing,
                 "activation checkpointing of every block, as HF's flag (also on when the "
                 "ds_config has an activation_checkpointing section)");

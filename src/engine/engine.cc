@@ -91,7 +91,8 @@ StatusOr<std::unique_ptr<Engine>> Engine::create(const config::Config& config, m
   d.set_oom_advice(
       [setup, activations, &d] { return zero::capacity_advice(setup, activations, d.capacity()); });
   ZT_ASSIGN_OR_RETURN(e->strategy_,
-                      zero::make_strategy(config, model, comm, e->optimizer_->state_count()));
+                      zero::make_strategy(config, model, comm, e->optimizer_->state_count(),
+                                          options.initial_weights));
 
   // DeepSpeed's schedulers write their initial lr at construction.
   if (e->scheduler_) optim::apply_lr(*e->scheduler_, *e->optimizer_);

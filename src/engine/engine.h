@@ -58,6 +58,7 @@
 #include "optim/loss_scaler.h"
 #include "optim/lr_scheduler.h"
 #include "optim/optimizer.h"
+#include "zero/options.h"
 #include "zero/zero_strategy.h"
 
 namespace zerotrain::engine {
@@ -70,6 +71,11 @@ struct EngineOptions {
   // Set OpenMP threads to cores / local ranks unless OMP_NUM_THREADS is set.
   bool configure_threads = true;
   int local_ranks = 0;  // 0: LOCAL_WORLD_SIZE, else the world size
+  // The initial weights by flat range (zero::InitialWeights): at stage 3
+  // each rank reads only its partition's (the model may then own no
+  // parameter or gradient buffer); below, they fill the model's buffer.
+  // Unset: the model's buffer as rank 0 holds it.
+  zero::InitialWeights initial_weights;
 };
 
 // Per-rank memory the engine accounts for.

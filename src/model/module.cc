@@ -110,7 +110,7 @@ Status Module::init_parameters(uint64_t seed) {
   for (const GroupInfo& gi : layout_.groups()) {
     ZT_CHECK(param_base_[gi.index] != nullptr, "init_parameters: group ", gi.name, " unbound");
     host.assign(static_cast<size_t>(gi.numel), 0.0f);
-    init_group(gi, seed, host.data());
+    init_range(seed, gi.offset, gi.offset + gi.numel, host.data());
     ZT_RETURN_IF_ERROR(
         device_->copy(param_base_[gi.index], host.data(), host.size() * sizeof(float)));
   }

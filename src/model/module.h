@@ -194,6 +194,10 @@ class Module {
   // Fills the bound parameters (every group) from seed: the family's
   // initialisation, group by group through host memory.
   Status init_parameters(uint64_t seed);
+  // The same initial values for flat elements [begin, end) only, into
+  // host[0, end - begin): each element is a pure function of (seed, tensor,
+  // index), so a ZeRO-3 rank fills just its partition.
+  virtual void init_range(uint64_t seed, int64_t begin, int64_t end, float* host) const = 0;
   // Zeroes the bound gradients of every group.
   void zero_gradients();
 
@@ -257,8 +261,7 @@ class Module {
   virtual StatusOr<float> finish_forward() = 0;
   virtual void begin_backward(float dloss) = 0;
   virtual Status backward_stage(int stage) = 0;
-  // Fills host[0, g.numel) with group g's initial values.
-  virtual void init_group(const GroupInfo& g, uint64_t seed, float* host) const = 0;
+
   // Targets >= 0 among targets[0, n) (rows of T, for the error's (b, t));
   // InvalidArgument naming (b, t) for a target >= V.
   static StatusOr<int64_t> count_targets(const int32_t* targets, int64_t n, int64_t T, int64_t V);

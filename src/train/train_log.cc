@@ -64,4 +64,12 @@ int64_t rss_bytes() {
   return resident * static_cast<int64_t>(sysconf(_SC_PAGESIZE));
 }
 
+int64_t peak_rss_bytes() {
+  std::ifstream status("/proc/self/status");
+  for (std::string line; std::getline(status, line);) {
+    if (line.rfind("VmHWM:", 0) == 0) return std::stoll(line.substr(6)) * 1024;  // kB
+  }
+  return 0;
+}
+
 }  // namespace zerotrain::train

@@ -39,5 +39,7 @@ std::string format_progress(int64_t step, int64_t total, double loss);
 std::string format_bytes(int64_t bytes);
 // Resident set size of this process (0 when /proc is unavailable).
 int64_t rss_bytes();
+// The process's peak resident set (VmHWM), 0 if unreadable.
+int64_t peak_rss_bytes();
 
 }  // namespace zerotrain::train

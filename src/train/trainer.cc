@@ -12,7 +12,6 @@
 #include <iterator>
 #include <sstream>
 
-#include "checkpoint/hf/model_dir.h"
 #include "config/config.h"
 #include "core/env.h"
 #include "device/device.h"
@@ -20,6 +19,7 @@
 #include "model/registry.h"
 #include "train/activation_checkpointing.h"
 #include "train/data/corpus.h"
+#include "train/initial_weights.h"
 #include "train/data/loader.h"
 #include "train/default_config.h"
 #include "train/flops_profile.h"
@@ -75,6 +75,7 @@ class Run {
   StepTimes step_times_;        // the last optimizer step's phases
   StepTimes last_micro_times_;  // and its last micro-step's
   std::vector<double> profiled_stage_seconds_;  // the flops profiler's step
+  InitialWeights initial_weights_;
 };
 
 Status Run::init() {
@@ -84,9 +85,14 @@ Status Run::init() {
   if (o_.device_memory) device.set_capacity(*o_.device_memory);
   // bf16: the GEMMs read bf16 operands too (the engine keeps the weights
   // themselves bf16-rounded).
+  // Stage 3 reads the initial weights a partition per rank (no whole-model
+  // buffer anywhere); below, every rank holds the model.
+  const bool partitioned = s_.cfg.zero.stage == 3;
   const model::ModuleOptions mo{
       .max_batch = B,
       .max_seq = s_.T,
+      .own_parameters = !partitioned,
+      .own_gradients = !partitioned,
       .bf16_compute = s_.cfg.bf16.enabled,
       .checkpoint_layers = checkpointing_on(s_.cfg, o_),
       .checkpoint_synchronize = s_.cfg.activation_checkpointing.synchronize_checkpoint_boundary,
@@ -101,19 +107,13 @@ Status Run::init() {
     return zero::capacity_advice(setup, activations, device.capacity());
   });
   ZT_ASSIGN_OR_RETURN(model_, model::create_module(s_.model, mo));
-  ZT_RETURN_IF_ERROR(model_->init_parameters(o_.seed));
   const std::string& weights = o_.init_weights.empty() ? s_.model_weights : o_.init_weights;
-  if (!weights.empty()) {
-    // Rank 0's weights are broadcast by the engine; every rank reads them
-    // anyway so a bad file fails everywhere at once, before any collective.
-    std::vector<float> host(static_cast<size_t>(model_->layout().total_numel()));
-    ZT_RETURN_IF_ERROR(checkpoint::load_hf_weights(weights, model_->layout(), host.data())
-                           .with_context(o_.init_weights.empty() ? "--model" : "--init"));
-    ZT_RETURN_IF_ERROR(device::copy_from_host(
-        host.data(), Tensor(model_->parameters(), DType::kFloat32, host.size(), &device)));
-  }
+  StatusOr<InitialWeights> init = initial_weights(weights, *model_, o_.seed);
+  if (!init.ok()) return init.status().with_context(o_.init_weights.empty() ? "--model" : "--init");
+  initial_weights_ = *init;
   if (s_.cfg.comms_logger.enabled) enable_comms_logger();
   engine::EngineOptions eo;
+  eo.initial_weights = init->read;
   eo.local_ranks = o_.local_ranks;
   if (o_.threads > 0) {
     omp_set_num_threads(o_.threads);
@@ -275,6 +275,7 @@ void Run::print_start() {
        << " rank(s), micro-batch " << s_.cfg.batch.train_micro_batch_size_per_gpu << ", grad accum "
        << s_.cfg.batch.gradient_accumulation_steps << ", global batch "
        << s_.cfg.batch.train_batch_size << " x " << s_.T << " tokens, " << s_.steps << " steps\n";
+  out_ << format_initial_weights_line(initial_weights_, mem.numel);
   out_ << describe_checkpointing(s_.cfg, o_, s_.info.num_layers);
   out_ << format_memory_report(mem, s_.cfg.zero.stage);
   out_.flush();

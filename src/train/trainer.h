@@ -64,8 +64,9 @@ struct TrainOptions {
   std::string save_dir;
   int64_t save_interval = 0;
   std::string load_dir, load_tag;
-  // Initial weights from a safetensors file under HF GPT-2 names (instead
-  // of the seeded init); the model must match its shapes.
+  // Initial weights from a safetensors file or an HF model directory, by
+  // HF tensor name (instead of --model DIR's weights or the seeded init);
+  // the model must match its shapes.
   std::string init_weights;
   // Activation checkpointing of every block, as HF's --gradient_checkpointing
   // (also on when the ds_config has an activation_checkpointing section).

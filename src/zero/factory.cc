@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "zero/options.h"
 #include "zero/stage0_strategy.h"
@@ -36,7 +37,8 @@ StatusOr<std::unique_ptr<ZeroStrategy>> as_strategy(StatusOr<std::unique_ptr<S>>
 
 StatusOr<std::unique_ptr<ZeroStrategy>> make_strategy(const config::Config& config,
                                                       model::Module* model,
-                                                      comm::Communicator* comm, int state_count) {
+                                                      comm::Communicator* comm, int state_count,
+                                                      const InitialWeights& initial_weights) {
   const int stage = config.zero.stage;
   // Offload changes where states live; running without it while the config
   // asks for it would be a silently ignored key.
@@ -49,8 +51,18 @@ StatusOr<std::unique_ptr<ZeroStrategy>> make_strategy(const config::Config& conf
     return invalid_argument(
         "zero_optimization.offload_optimizer: stage 0 keeps no partitioned optimizer states to "
         "offload; use stage 1, 2 or 3 (or set device to \"none\")");
-  const StrategyOptions o =
+  StrategyOptions o =
       with_tensor_sized_zeros(strategy_options(config, state_count), *model, comm->world_size());
+  if (initial_weights && stage < 3) {
+    // Every rank holds the whole model below stage 3: fill it here.
+    if (model->parameters() == nullptr)
+      return invalid_argument("initial weights: stages 0-2 need the model's flat parameter buffer");
+    std::vector<float> host(static_cast<size_t>(model->layout().total_numel()));
+    ZT_RETURN_IF_ERROR(initial_weights(0, static_cast<int64_t>(host.size()), host.data()));
+    ZT_RETURN_IF_ERROR(device::copy_from_host(
+        host.data(), Tensor(model->parameters(), DType::kFloat32, host.size(), &model->device())));
+  }
+  o.initial_weights = initial_weights;
   switch (stage) {
     case 0:
       return as_strategy(DataParallelStrategy::create(model, comm, o));

@@ -11,6 +11,7 @@
 #include "comm/communicator.h"
 #include "config/config.h"
 #include "model/module.h"
+#include "zero/options.h"
 #include "zero/zero_strategy.h"
 
 namespace zerotrain::zero {
@@ -20,9 +21,12 @@ namespace zerotrain::zero {
 // sub_group_size, overlap_comm, offload_param and offload_optimizer).
 // offload_optimizer at stage 0 and offload_param below stage 3 are
 // InvalidArgument naming the key (never ignored). state_count: the
-// optimizer's state arrays per element.
+// optimizer's state arrays per element. initial_weights (optional): the
+// initial parameters by flat range — stage 3 reads each rank's partition
+// through it; stages 0-2 fill the model's flat buffer from it.
 StatusOr<std::unique_ptr<ZeroStrategy>> make_strategy(const config::Config& config,
                                                       model::Module* model,
-                                                      comm::Communicator* comm, int state_count);
+                                                      comm::Communicator* comm, int state_count,
+                                                      const InitialWeights& initial_weights = {});
 
 }  // namespace zerotrain::zero

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <limits>
 
 #include "comm/types.h"
@@ -19,6 +20,10 @@
 #include "zero/memory_model.h"
 
 namespace zerotrain::zero {
+
+// Initial weights by flat range: fills out[0, count) (host memory) with the
+// parameters [offset, offset + count) of the model's layout.
+using InitialWeights = std::function<Status(int64_t offset, int64_t count, float* out)>;
 
 struct StrategyOptions {
   DType dtype = DType::kFloat32;  // the model dtype (fp32, bf16, fp16)
@@ -48,6 +53,11 @@ struct StrategyOptions {
   int64_t max_live_parameters = 1'000'000'000;
   int64_t max_reuse_distance = 1'000'000'000;
   int64_t sub_group_size = 1'000'000'000;
+  // Stage 3: each rank fills only its own partition from this (no
+  // broadcast, no whole-model buffer: the model may be created without
+  // own_parameters / own_gradients). Unset: the model's flat buffer, as
+  // rank 0 holds it (broadcast).
+  InitialWeights initial_weights;
 };
 
 StrategyOptions strategy_options(const config::Config& config, int state_count);

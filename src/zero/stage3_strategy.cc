@@ -16,10 +16,11 @@ namespace {
 using device::MemoryCategory;
 
 Status validate(const model::Module* m, const StrategyOptions& o) {
-  if (m->parameters() == nullptr || m->gradients() == nullptr)
+  if (!o.initial_weights && (m->parameters() == nullptr || m->gradients() == nullptr))
     return invalid_argument(
         "Stage3Strategy: the model needs flat parameter and gradient buffers holding its "
-        "initial weights (ModuleOptions own_parameters/own_gradients)");
+        "initial weights (ModuleOptions own_parameters/own_gradients), or "
+        "StrategyOptions.initial_weights");
   for (const auto& [key, v] : {std::pair{"reduce_bucket_size", o.reduce_bucket_size},
                                std::pair{"sub_group_size", o.sub_group_size}})
     if (v < 1)
@@ -47,9 +48,24 @@ StatusOr<std::unique_ptr<Stage3Strategy>> Stage3Strategy::create(model::Module* 
   std::unique_ptr<Stage3Strategy> s(new Stage3Strategy(model, comm, o));
   model::Module& m = *model;
   const int n = comm->world_size();
-  const Tensor flat(m.parameters(), DType::kFloat32, static_cast<size_t>(m.layout().total_numel()),
-                    &m.device());
-  if (n > 1) ZT_RETURN_IF_ERROR(comm->broadcast(flat, 0));
+  // Where each owned piece's initial values come from: the caller's reader
+  // (this rank's bytes only), or the model's flat buffer broadcast from
+  // rank 0.
+  PieceSource source;
+  if (o.initial_weights) {
+    source = [&o, &m](int64_t flat, int64_t count, Tensor dst) -> Status {
+      std::vector<float> host(static_cast<size_t>(count));
+      ZT_RETURN_IF_ERROR(o.initial_weights(flat, count, host.data()));
+      return device::copy_from_host(host.data(), dst);
+    };
+  } else {
+    const Tensor whole(m.parameters(), DType::kFloat32,
+                       static_cast<size_t>(m.layout().total_numel()), &m.device());
+    if (n > 1) ZT_RETURN_IF_ERROR(comm->broadcast(whole, 0));
+    source = [whole](int64_t flat, int64_t count, Tensor dst) {
+      return device::copy(whole.slice(static_cast<size_t>(flat), count), dst);
+    };
+  }
   s->param_dtype_ = o.dtype;
   s->pool_ = BufferPool(&m.device());
   s->layout_ = Stage3Layout(m.layout(), n, comm->rank(), o.param_persistence_threshold,
@@ -61,7 +77,7 @@ StatusOr<std::unique_ptr<Stage3Strategy>> Stage3Strategy::create(model::Module* 
                         .max_reuse_distance = o.max_reuse_distance};
   ZT_ASSIGN_OR_RETURN(s->coordinator_,
                       ParamCoordinator::create(pass_trace(m), std::move(group_numel), co, s.get()));
-  ZT_RETURN_IF_ERROR(s->allocate(flat));
+  ZT_RETURN_IF_ERROR(s->allocate(source));
   // From here on the model holds no parameter or gradient of its own.
   m.release_owned_buffers();
   s->buffers_.resize(static_cast<size_t>(m.num_groups()));
@@ -82,8 +98,8 @@ Tensor Stage3Strategy::group_tensor(int g, const device::Buffer& b) const {
   return b.tensor(DType::kFloat32, 0, static_cast<size_t>(layout_.group(g).numel));
 }
 
-// The owned arrays, filled from the broadcast full weights `flat`.
-Status Stage3Strategy::allocate(ConstTensor flat) {
+// The owned arrays, filled piece by piece from `source`.
+Status Stage3Strategy::allocate(const PieceSource& source) {
   device::Device& d = device();
   const auto own = static_cast<size_t>(layout_.owned_numel());
   const bool opt_host = options_.offload_optimizer;
@@ -103,8 +119,8 @@ Status Stage3Strategy::allocate(ConstTensor flat) {
   for (const GroupPlan& g : layout_.groups())
     for (const CompactList* l : {&g.gathered, &g.persistent})
       for (const Piece& p : l->mine)
-        ZT_RETURN_IF_ERROR(device::copy(flat.slice(static_cast<size_t>(p.flat), p.count),
-                                        master.slice(static_cast<size_t>(p.owned), p.count)));
+        ZT_RETURN_IF_ERROR(
+            source(p.flat, p.count, master.slice(static_cast<size_t>(p.owned), p.count)));
   if (separate) {
     ZT_ASSIGN_OR_RETURN(param_store_,
                         PartitionArray::allocate(d, param_dtype_, own,
@@ -140,9 +156,9 @@ Status Stage3Strategy::allocate(ConstTensor flat) {
     Status st;
     for_each_extent(g.persistent, [&](int64_t f, int64_t c, int64_t cnt) {
       if (!st.ok()) return;
-      st = d.ops().round_through(
-          options_.dtype, flat.slice(static_cast<size_t>(f), cnt),
-          persistent.slice(static_cast<size_t>(g.persistent_offset + c), cnt));
+      const Tensor whole = persistent.slice(static_cast<size_t>(g.persistent_offset + c), cnt);
+      st = source(f, cnt, whole);
+      if (st.ok()) st = d.ops().round_through(options_.dtype, whole, whole);  // elementwise
     });
     ZT_RETURN_IF_ERROR(st);
   }

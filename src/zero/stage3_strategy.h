@@ -66,6 +66,7 @@
 #pragma once
 
 #include <deque>
+#include <functional>
 #include <memory>
 #include <span>
 #include <vector>
@@ -133,7 +134,9 @@ class Stage3Strategy : public ZeroStrategy, private GatherBackend {
   device::Device& device() const { return model_->device(); }
   // Group g's full fp32 buffer as a tensor.
   Tensor group_tensor(int g, const device::Buffer& b) const;
-  Status allocate(ConstTensor flat);
+  // Fills dst (count elements, fp32) with flat parameters [flat, flat + count).
+  using PieceSource = std::function<Status(int64_t flat, int64_t count, Tensor dst)>;
+  Status allocate(const PieceSource& source);
   void install_hooks();
   // GatherBackend.
   Status start_gather(int g) override;

@@ -178,18 +178,20 @@ Status load_hf_range(const HfModelDir& dir, const model::ParamLayout& layout, in
     files.push_back(std::move(file));
   }
   ZT_ASSIGN_OR_RETURN(std::vector<Located> where, locate(files, layout));
-  std::fill(out, out + (end - begin), 0.0f);  // alignment gaps
+  if (end > begin) std::fill(out, out + (end - begin), 0.0f);  // alignment gaps
   for (size_t i = 0; i < where.size(); ++i)
     ZT_RETURN_IF_ERROR(read_overlap(where[i], layout.tensors()[i], begin, end, out));
   return ok_status();
 }
 
-Status load_hf_weights(const std::string& path, const model::ParamLayout& layout, float* out) {
+StatusOr<HfModelDir> open_hf_weights(const std::string& path) {
   std::error_code ec;
-  HfModelDir dir{.path = path, .config = {}, .weight_files = {path}};
-  if (fs::is_directory(path, ec)) {
-    ZT_ASSIGN_OR_RETURN(dir, open_hf_model(path));
-  }
+  if (fs::is_directory(path, ec)) return open_hf_model(path);
+  return HfModelDir{.path = path, .config = {}, .weight_files = {path}};
+}
+
+Status load_hf_weights(const std::string& path, const model::ParamLayout& layout, float* out) {
+  ZT_ASSIGN_OR_RETURN(HfModelDir dir, open_hf_weights(path));
   return load_hf_range(dir, layout, 0, layout.total_numel(), out);
 }
 

@@ -56,6 +56,10 @@ StatusOr<HfModelDir> open_hf_model(const std::string& path);
 Status load_hf_range(const HfModelDir& dir, const model::ParamLayout& layout, int64_t begin,
                      int64_t end, float* out);
 
+// A safetensors file as a one-file HfModelDir (no config), or an HF model
+// directory (open_hf_model).
+StatusOr<HfModelDir> open_hf_weights(const std::string& path);
+
 // The whole layout into out (layout.total_numel() floats) from `path`: a
 // safetensors file, or an HF model directory's weights.
 Status load_hf_weights(const std::string& path, const model::ParamLayout& layout, float* out);

@@ -90,8 +90,8 @@ Status GptModel::on_bf16_views(bool all) {
   return ok_status();
 }
 
-void GptModel::init_group(const GroupInfo& gi, uint64_t seed, float* host) const {
-  init_parameter_range(layout(), seed, gi.offset, gi.offset + gi.numel, host);
+void GptModel::init_range(uint64_t seed, int64_t begin, int64_t end, float* host) const {
+  init_parameter_range(layout(), seed, begin, end, host);
 }
 
 const float* GptModel::p(const TensorInfo& t) const {

@@ -75,13 +75,13 @@ int64_t LlamaModel::activation_bytes(const LlamaConfig& cfg, int64_t B, int64_t 
          static_cast<int64_t>(sizeof(float));
 }
 
-void LlamaModel::init_group(const GroupInfo& gi, uint64_t seed, float* host) const {
+void LlamaModel::init_range(uint64_t seed, int64_t begin, int64_t end, float* host) const {
   // HF's _init_weights: Linear and Embedding normal(0, initializer_range),
   // biases 0, RMSNorm weights 1; no residual scaling.
   double std = 0.02;
   if (cfg_.extra.contains("initializer_range") && cfg_.extra["initializer_range"].is_number())
     std = cfg_.extra["initializer_range"].get<double>();
-  init_flat_range(layout(), seed, gi.offset, gi.offset + gi.numel, host,
+  init_flat_range(layout(), seed, begin, end, host,
                   [std](const TensorInfo& t) { return t.kind == ParamKind::kLinearBias ? 0.0 : std; });
 }
 

@@ -51,6 +51,7 @@ class LlamaModel : public Module {
   std::vector<int> param_groups_read(int stage, Pass pass) const override;
   std::vector<int> grad_groups_written(int stage) const override;
   ModelCost cost(int64_t B, int64_t T) const override;
+  void init_range(uint64_t seed, int64_t begin, int64_t end, float* host) const override;
   bool checkpointable_stage(int s) const override { return s > 0 && s < num_groups() - 1; }
 
   // [B,T,Vp] of the last forward in device memory (full_logits; else the
@@ -67,7 +68,6 @@ class LlamaModel : public Module {
   StatusOr<float> finish_forward() override;
   void begin_backward(float dloss) override { dloss_ = dloss; }
   Status backward_stage(int stage) override;
-  void init_group(const GroupInfo& g, uint64_t seed, float* host) const override;
 
  private:
   LlamaModel(const LlamaConfig& cfg, const ModuleOptions& options);

@@ -38,7 +38,8 @@ train: raw int32 tokens; step s takes the B*T+1 tokens starting at
   (s*B*T) mod (len - B*T - 1); row b's inputs are w[b*T : b*T+T] and its
   targets w[b*T+1 : b*T+T+1]. torch.optim.AdamW on every parameter (one group,
   decay on all), no clipping, no schedule. Prints {"step": s, "loss": x} per
-  step (the loss of the step's batch before its update), s from 0. With
+  step (the loss of the step's batch before its update, and the step's
+  wall seconds: bench/llama_compare's timing), s from 0. With
   --zt-data DIR instead of --data: zerotrain's token shards in zerotrain's
   loader order (--seed, --world-size, --grad-accum; --batch is the micro-
   batch per rank): each step's batch is every rank's micro-batches of the
@@ -86,6 +87,7 @@ import os
 import random
 import sys
 import tempfile
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -609,13 +611,17 @@ def cmd_train(a):
         batches = (train_batch(data, s, a.batch, a.seq) for s in range(a.steps))
     opt = torch.optim.AdamW(list(P.values()), lr=a.lr, betas=(a.beta1, a.beta2), eps=a.eps,
                             weight_decay=a.weight_decay)
+    if a.threads:
+        torch.set_num_threads(a.threads)
     for s in range(a.steps):
         x, y = next(batches)
+        t0 = time.perf_counter()
         opt.zero_grad(set_to_none=True)
         _, loss = losses_of(forward(cfg, P, x), y)
         loss.backward()
         opt.step()
-        print(json.dumps({"step": s, "loss": float(loss)}), flush=True)
+        seconds = time.perf_counter() - t0
+        print(json.dumps({"step": s, "loss": float(loss), "seconds": seconds}), flush=True)
 
 
 # ----------------------------------------------------------------------------- selfcheck
@@ -773,6 +779,8 @@ def parse_args(argv):
     t.add_argument("--eps", type=float, required=True)
     t.add_argument("--weight-decay", type=float, required=True)
     t.add_argument("--dtype", choices=("float32", "float64"), default="float32")
+    t.add_argument("--threads", type=int, default=0,
+                   help="torch.set_num_threads (0: torch's default)")
     sub.add_parser("selfcheck", help="finite differences, sharding and float32 checks")
     a = p.parse_args(argv)
     for k in ("batch", "seq", "steps"):

@@ -1,0 +1,44 @@
+// Initial weights by flat range (see initial_weights.h).
+#include "train/initial_weights.h"
+
+#include "checkpoint/hf/model_dir.h"
+#include "train/train_log.h"
+
+namespace zerotrain::train {
+
+StatusOr<InitialWeights> initial_weights(const std::string& path, const model::Module& model,
+                                         uint64_t seed) {
+  InitialWeights w;
+  w.floats_read = std::make_shared<std::atomic<int64_t>>(0);
+  auto counter = w.floats_read;
+  if (path.empty()) {
+    w.description = "seeded init (seed " + std::to_string(seed) + ")";
+    w.read = [&model, seed, counter](int64_t offset, int64_t count, float* out) {
+      model.init_range(seed, offset, offset + count, out);
+      *counter += count;
+      return ok_status();
+    };
+    return w;
+  }
+  ZT_ASSIGN_OR_RETURN(checkpoint::HfModelDir dir, checkpoint::open_hf_weights(path));
+  // Names and shapes checked on every rank now (an empty range reads nothing).
+  ZT_RETURN_IF_ERROR(checkpoint::load_hf_range(dir, model.layout(), 0, 0, nullptr));
+  w.description = (dir.weight_files.size() == 1 && dir.weight_files.front() == path
+                       ? "safetensors file "
+                       : "HF model directory ") +
+                  path;
+  const model::ParamLayout* layout = &model.layout();
+  w.read = [dir, layout, counter](int64_t offset, int64_t count, float* out) {
+    *counter += count;
+    return checkpoint::load_hf_range(dir, *layout, offset, offset + count, out);
+  };
+  return w;
+}
+
+std::string format_initial_weights_line(const InitialWeights& w, int64_t numel) {
+  return "[zerotrain] initial weights: " + w.description + "; this rank read " +
+         format_bytes(w.floats_read->load() * 4) + " of " + format_bytes(numel * 4) +
+         "; peak RSS " + format_bytes(peak_rss_bytes()) + "\n";
+}
+
+}  // namespace zerotrain::train
