@@ -36,9 +36,9 @@ StatusOr<InitialWeights> initial_weights(const std::string& path, const model::M
 }
 
 std::string format_initial_weights_line(const InitialWeights& w, int64_t numel) {
-  return "[zerotrain] initial weights: " + w.description + "; this rank read " +
-         format_bytes(w.floats_read->load() * 4) + " of " + format_bytes(numel * 4) +
-         "; peak RSS " + format_bytes(peak_rss_bytes()) + "\n";
+  return "[zerotrain] initial weights: " + w.description + "; read by this rank " +
+         format_bytes(w.floats_read->load() * 4) + " (model " + format_bytes(numel * 4) +
+         "); peak RSS " + format_bytes(peak_rss_bytes()) + "\n";
 }
 
 }  // namespace zerotrain::train

@@ -35,8 +35,10 @@ struct InitialWeights {
 StatusOr<InitialWeights> initial_weights(const std::string& path, const model::Module& model,
                                          uint64_t seed);
 
-// "[zerotrain] initial weights: <description>; this rank read 12.0 MiB of
-// 48.0 MiB; peak RSS 80.1 MiB\n" (numel: the flat buffer's elements).
+// "[zerotrain] initial weights: <description>; read by this rank 12.0 MiB
+// (model 48.0 MiB); peak RSS 80.1 MiB\n" (numel: the flat buffer's
+// elements). At stage 3 a rank reads its partition and, whole, the small
+// tensors every rank keeps (stage3_param_persistence_threshold).
 std::string format_initial_weights_line(const InitialWeights& w, int64_t numel);
 
 }  // namespace zerotrain::train

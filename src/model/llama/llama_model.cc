@@ -48,10 +48,6 @@ StatusOr<LlamaModel> LlamaModel::create(const LlamaConfig& cfg, const ModuleOpti
                             "--seq-len <= " +
                             std::to_string(cfg.sliding_window) +
                             ", where the window changes nothing)");
-  if (opts.bf16_compute)
-    return invalid_argument(who +
-                            "bf16 compute is not implemented for the Llama family yet; train "
-                            "it in fp32 (no \"bf16\" section in the ds_config)");
   LlamaModel m(cfg, opts);
   const int64_t rows =
       logits_rows(cfg, opts.max_batch, opts.max_seq, opts.full_logits, opts.head_rows);
@@ -65,14 +61,21 @@ StatusOr<LlamaModel> LlamaModel::create(const LlamaConfig& cfg, const ModuleOpti
       m.device().copy(m.acts_.rope_cos, rope.cos.data(), rope.cos.size() * sizeof(float)));
   ZT_RETURN_IF_ERROR(
       m.device().copy(m.acts_.rope_sin, rope.sin.data(), rope.sin.size() * sizeof(float)));
+  ZT_RETURN_IF_ERROR(m.allocate_bf16_scratch());
   return m;
 }
 
 int64_t LlamaModel::activation_bytes(const LlamaConfig& cfg, int64_t B, int64_t T,
-                                     bool full_logits, int64_t head_rows, bool checkpoint) {
+                                     bool full_logits, int64_t head_rows, bool checkpoint,
+                                     bool bf16_compute) {
   Activations a;
-  return a.plan(cfg, B, T, logits_rows(cfg, B, T, full_logits, head_rows), checkpoint, nullptr) *
-         static_cast<int64_t>(sizeof(float));
+  const int64_t rows = logits_rows(cfg, B, T, full_logits, head_rows);
+  int64_t bytes = a.plan(cfg, B, T, rows, checkpoint, nullptr) * static_cast<int64_t>(sizeof(float));
+  if (bf16_compute) {
+    const Bf16Scratch n = bf16_scratch(cfg, B, T, rows);
+    bytes += 2 * (n.weight + n.input + n.dout);
+  }
+  return bytes;
 }
 
 void LlamaModel::init_range(uint64_t seed, int64_t begin, int64_t end, float* host) const {

@@ -1,7 +1,7 @@
 // LlamaModel: the Llama family's Module (model_type llama, mistral, qwen2):
 // RMSNorm pre-norm blocks, rotary embeddings, grouped-query attention,
 // SwiGLU MLP, an untied or tied lm head, mean cross-entropy, on its
-// device's Ops in fp32. Binding, hooks and pass sequencing are Module's
+// device's Ops in fp32 (or bf16 GEMMs, as autocast). Binding, hooks and pass sequencing are Module's
 // (module.h); this is the per-stage math.
 //
 //   ZT_ASSIGN_OR_RETURN(LlamaConfig cfg, from_json(config_json));
@@ -20,8 +20,13 @@
 // dloss chunk by chunk (no [B,T,Vp] array); backward(dloss) scales it.
 //
 // == Not implemented (refused at create) ==
-//   bf16_compute (fp32 only for now); a sliding window shorter than
-//   max_seq (Mistral's window is then a no-op and is accepted).
+//   A sliding window shorter than max_seq (Mistral's window is then a
+//   no-op and is accepted).
+// == bf16_compute ==
+//   Every GEMM (the projections, the MLP, the lm head) reads bf16 operands
+//   and accumulates in fp32, as under autocast; its output, the residual
+//   stream, the attention, norms, SwiGLU and all gradients stay fp32 (more
+//   exact than autocast's bf16 outputs, and one rounding pass per GEMM).
 // The attention always keeps only its log-sum-exp (recompute_attention).
 //
 // Thread-safety: none; one model per thread.
@@ -57,9 +62,10 @@ class LlamaModel : public Module {
   // [B,T,Vp] of the last forward in device memory (full_logits; else the
   // last chunk's rows, overwritten by their dlogits when for_backward).
   const float* logits() const { return acts_.logits; }
+  // Including the bf16 operand scratch when bf16_compute.
   static int64_t activation_bytes(const LlamaConfig& cfg, int64_t B, int64_t T,
                                   bool full_logits = false, int64_t head_rows = 0,
-                                  bool checkpoint = false);
+                                  bool checkpoint = false, bool bf16_compute = false);
 
  protected:
   Status begin_forward(const int32_t* tokens, const int32_t* targets, int64_t B, int64_t T,
@@ -67,6 +73,9 @@ class LlamaModel : public Module {
   Status forward_stage(int stage) override;
   StatusOr<float> finish_forward() override;
   void begin_backward(float dloss) override { dloss_ = dloss; }
+  int64_t scratch_bytes() const override {
+    return static_cast<int64_t>(w16_.bytes() + x16_.bytes() + d16_.bytes());
+  }
   Status backward_stage(int stage) override;
 
  private:
@@ -78,10 +87,28 @@ class LlamaModel : public Module {
   Status backward_head();
   Status backward_block(int64_t l);
   Status backward_embed();
+  // A block's linear layer over the current B·T rows (bias and gradients
+  // by tensor), and the GEMMs under it and the lm head (llama_linear.cc):
+  // fp32, or bf16 operands with fp32 accumulation under bf16_compute.
   Status linear_fwd(float* out, const float* inp, const TensorInfo& w, const TensorInfo* b,
                     int64_t C, int64_t OC);
   Status linear_bwd(float* dinp, const TensorInfo& w, const TensorInfo* b, const float* dout,
                     const float* inp, int64_t C, int64_t OC, bool dinp_accumulate);
+  Status gemm_fwd(float* out, const float* inp, const TensorInfo& w, const float* bias,
+                  int64_t rows, int64_t C, int64_t OC);
+  Status gemm_bwd(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
+                  const TensorInfo& w, int64_t rows, int64_t C, int64_t OC, bool dinp_accumulate);
+  // bf16 operand scratch (bf16_compute only): weight, input, output gradient.
+  struct Bf16Scratch {
+    int64_t weight, input, dout;  // elements
+  };
+  static Bf16Scratch bf16_scratch(const LlamaConfig& cfg, int64_t B, int64_t T,
+                                  int64_t head_rows);
+  Status allocate_bf16_scratch();
+  // x rounded into scratch (n elements); weight t as bf16 (its group's bf16
+  // view, or rounded into the weight scratch).
+  StatusOr<const BFloat16*> rounded(const float* x, int64_t n, const device::Buffer& scratch);
+  StatusOr<const BFloat16*> weight_bf16(const TensorInfo& t);
   // The lm head's weight: lm_head.weight, or embed_tokens.weight when tied.
   const TensorInfo& head_weight() const;
   const TensorInfo& block(int64_t l, int slot) const;
@@ -93,6 +120,7 @@ class LlamaModel : public Module {
 
   LlamaConfig cfg_;
   BlockSlots slots_;
+  device::Buffer w16_, x16_, d16_;
   Activations acts_;
   std::vector<int32_t> targets_;  // [B·T] of the current pass (host)
   int64_t B_ = 0, T_ = 0, valid_targets_ = 0;

@@ -9,18 +9,6 @@
 
 namespace zerotrain::model::llama {
 
-Status LlamaModel::linear_fwd(float* out, const float* inp, const TensorInfo& w,
-                              const TensorInfo* b, int64_t C, int64_t OC) {
-  return ops().linear_forward(out, inp, p(w), b ? p(*b) : nullptr, B_, T_, C, OC);
-}
-
-Status LlamaModel::linear_bwd(float* dinp, const TensorInfo& w, const TensorInfo* b,
-                              const float* dout, const float* inp, int64_t C, int64_t OC,
-                              bool dinp_accumulate) {
-  return ops().linear_backward(dinp, g(w), b ? g(*b) : nullptr, dout, inp, p(w), B_, T_, C, OC,
-                               dinp_accumulate);
-}
-
 Status LlamaModel::forward_embed() {
   return ops().encoder_forward(acts_.encoded, acts_.tokens, p(layout().tensors().front()),
                                nullptr, B_, T_, cfg_.hidden_size, cfg_.vocab_size);
@@ -117,7 +105,6 @@ Status LlamaModel::forward_head() {
   // cross-entropy ignores their columns), a chunk of rows at a time; for a
   // backward each chunk's dlogits (unit dloss) replace its logits and give
   // its d lnf and share of dW at once (backward_head scales by dloss).
-  const float* w = p(head_weight());
   if (for_backward_) {
     ZT_RETURN_IF_ERROR(zero(acts_.dhead, Vp * C));
     ZT_RETURN_IF_ERROR(zero(acts_.dln, BT * C));
@@ -126,7 +113,7 @@ Status LlamaModel::forward_head() {
   for (int64_t r0 = 0; r0 < BT; r0 += chunk) {
     const int64_t rows = std::min(chunk, BT - r0);
     const float* lnf = acts_.lnf + r0 * C;
-    ZT_RETURN_IF_ERROR(o.linear_forward(acts_.logits, lnf, w, nullptr, 1, rows, C, Vp));
+    ZT_RETURN_IF_ERROR(gemm_fwd(acts_.logits, lnf, head_weight(), nullptr, rows, C, Vp));
     if (!has_targets_) continue;
     const int32_t* targets = acts_.targets + r0;
     float* losses = acts_.losses + r0;
@@ -137,8 +124,8 @@ Status LlamaModel::forward_head() {
     }
     ZT_RETURN_IF_ERROR(o.crossentropy_forward_backward(losses, acts_.logits, acts_.logits,
                                                        targets, unit_dloss_, 1, rows, V, Vp));
-    ZT_RETURN_IF_ERROR(o.linear_backward(acts_.dln + r0 * C, acts_.dhead, nullptr, acts_.logits,
-                                         lnf, w, 1, rows, C, Vp, false));
+    ZT_RETURN_IF_ERROR(gemm_bwd(acts_.dln + r0 * C, acts_.dhead, nullptr, acts_.logits, lnf,
+                                head_weight(), rows, C, Vp, false));
   }
   return ok_status();
 }
