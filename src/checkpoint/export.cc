@@ -48,12 +48,11 @@ Status export_hf_model(const std::string& tag_dir, const std::string& out_dir, D
   nlohmann::json config = m.model_config;
   if (!config.contains("architectures")) config["architectures"] = {architecture(m.family)};
   config["torch_dtype"] = torch_dtype(dtype);
-  return write_hf_model(
-      out_dir, config, layout, dtype,
-      [&](int64_t offset, int64_t count, float* out) {
-        return reader.read("master", offset, count, out);
-      },
-      max_shard_bytes, {{"format", "pt"}, {"zerotrain_tag", m.tag}});
+  return write_hf_model(out_dir, config, layout, dtype,
+                        [&](int64_t offset, int64_t count, float* out) {
+                          return reader.read("master", offset, count, out);
+                        },
+                        max_shard_bytes, {{"format", "pt"}, {"zerotrain_tag", m.tag}});
 }
 
 Status export_safetensors(const std::string& tag_dir, const std::string& out_path, DType dtype) {

@@ -1,9 +1,9 @@
 // `zerotrain checkpoint export DIR [--tag T] --to FILE.safetensors|OUT_DIR
 // [--dtype fp32|bf16|fp16] [--max-shard-size BYTES]` (DeepSpeed's
 // zero_to_fp32.py: a sharded checkpoint as one safetensors file, or as a
-// Hugging Face model directory, streamed) and `zerotrain checkpoint show DIR [--tag T]` (its manifest
-// checked, summarised). DIR is the save directory (the tag from --tag or
-// DIR/latest) or a tag directory itself.
+// Hugging Face model directory, streamed) and `zerotrain checkpoint show DIR [--tag T]` (its
+// manifest checked, summarised). DIR is the save directory (the tag from --tag or DIR/latest) or a
+// tag directory itself.
 #include <filesystem>
 #include <iostream>
 #include <memory>

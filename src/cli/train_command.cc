@@ -109,8 +109,9 @@ int run_train(const CLI::App* cmd, TrainFlags& f) {
 
 Runner add_train_command(CLI::App& app) {
   auto f = std::make_shared<TrainFlags>();
-  CLI::App* cmd = app.add_subcommand(
-      "train", "train a GPT-2 or Llama-family model on the generated corpus or token shards (the built-in trainer)");
+  CLI::App* cmd = app.add_subcommand("train",
+                                     "train a GPT-2 or Llama-family model on the generated corpus "
+                                     "or token shards (the built-in trainer)");
   cmd->add_option("--deepspeed,--deepspeed_config", f->o.deepspeed_config,
                   "ds_config.json (default: the embedded config, see --print-default-config)");
   cmd->add_option("--rdzv-file,--rdzv_file", f->rdzv_file,

@@ -189,11 +189,11 @@ struct FlopsProfilerConfig {
 // call deepspeed.checkpointing when it is configured) or the trainer is
 // given --gradient-checkpointing.
 struct ActivationCheckpointingConfig {
-  bool enabled = false;                  // the section is present
-  bool partition_activations = false;    // a no-op without model parallelism
+  bool enabled = false;                         // the section is present
+  bool partition_activations = false;           // a no-op without model parallelism
   bool contiguous_memory_optimization = false;  // ours are contiguous anyway
-  bool cpu_checkpointing = false;        // checkpoints in host memory (the CPU device's own)
-  std::optional<int64_t> number_checkpoints;  // DeepSpeed's buffer count; ours: every block
+  bool cpu_checkpointing = false;               // checkpoints in host memory (the CPU device's own)
+  std::optional<int64_t> number_checkpoints;    // DeepSpeed's buffer count; ours: every block
   bool synchronize_checkpoint_boundary = false;
   bool profile = false;  // log the recompute time each step
 };

@@ -9,7 +9,6 @@ namespace zerotrain::config {
 using enum ValueType;
 using enum Support;
 
-
 void add_unsupported_sections(std::vector<KeySpec>& out) {
   // Sections switched on by an "enabled" key: accepted while it is false or
   // absent (their other keys are then not read, by DeepSpeed or by us).

@@ -150,19 +150,18 @@ class Ops {
   // adds into dinp and dweight.
   virtual Status rmsnorm_forward(float* out, float* rstd, const float* inp, const float* weight,
                                  int64_t rows, int64_t C, float eps) const = 0;
-  virtual Status rmsnorm_backward(float* dinp, float* dweight, const float* dout,
-                                  const float* inp, const float* weight, const float* rstd,
-                                  int64_t rows, int64_t C) const = 0;
+  virtual Status rmsnorm_backward(float* dinp, float* dweight, const float* dout, const float* inp,
+                                  const float* weight, const float* rstd, int64_t rows,
+                                  int64_t C) const = 0;
   // Rotary embedding of q and k (cos/sin [T, HD/2]) fused with grouped-query
   // packing into the attention's qkv [B,T,3·NH·HD] (kv heads repeated);
   // the backward overwrites dq, dk, dv (device/cpu/kernels/rope.h).
   virtual Status rope_pack_qkv(float* qkv, const float* q, const float* k, const float* v,
-                               const float* cos, const float* sin, int64_t B, int64_t T,
-                               int64_t NH, int64_t NKV, int64_t HD) const = 0;
+                               const float* cos, const float* sin, int64_t B, int64_t T, int64_t NH,
+                               int64_t NKV, int64_t HD) const = 0;
   virtual Status rope_unpack_qkv_backward(float* dq, float* dk, float* dv, const float* dqkv,
-                                          const float* cos, const float* sin, int64_t B,
-                                          int64_t T, int64_t NH, int64_t NKV,
-                                          int64_t HD) const = 0;
+                                          const float* cos, const float* sin, int64_t B, int64_t T,
+                                          int64_t NH, int64_t NKV, int64_t HD) const = 0;
   // out = silu(gate)·up over N elements; the backward overwrites dgate, dup.
   virtual Status swiglu_forward(float* out, const float* gate, const float* up,
                                 int64_t N) const = 0;

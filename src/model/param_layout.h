@@ -10,9 +10,9 @@
 // (gaps stay zero).
 //
 // Names and shapes follow the family's Hugging Face state dict (GPT-2:
-// GPT2Model's, without "transformer."; Llama: LlamaForCausalLM's in full). A tensor HF stores transposed (GPT-2's
-// Conv1D: [in, out]; ours is the kernels' [out, in]) has hf_transposed and
-// hf_shape reversed; an embedding padded past the vocabulary has more rows
+// GPT2Model's, without "transformer."; Llama: LlamaForCausalLM's in
+// full). A tensor HF stores transposed (GPT-2's Conv1D: [in, out]; ours is
+// the kernels' [out, in]) has hf_transposed and hf_shape reversed; an embedding padded past the vocabulary has more rows
 // here than in HF (hf_shape[0] = V): an export keeps the first V rows.
 //
 //   ParamLayoutBuilder b;

@@ -10,9 +10,8 @@
 namespace zerotrain::model {
 
 const std::vector<const ModelFamily*>& families() {
-  static const std::vector<const ModelFamily*> all = {&gpt2::family(), &llama::family("llama"),
-                                                      &llama::family("mistral"),
-                                                      &llama::family("qwen2")};
+  static const std::vector<const ModelFamily*> all = {
+      &gpt2::family(), &llama::family("llama"), &llama::family("mistral"), &llama::family("qwen2")};
   return all;
 }
 

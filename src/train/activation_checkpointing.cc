@@ -24,8 +24,9 @@ std::string describe_checkpointing(const config::Config& cfg, const TrainOptions
          "partition_activations: a no-op, as in DeepSpeed without model parallelism "
          "(zerotrain has none)\n";
   if (a.contiguous_memory_optimization)
-    s += p + "contiguous_memory_optimization: the checkpoints are in one contiguous buffer "
-             "already\n";
+    s += p +
+         "contiguous_memory_optimization: the checkpoints are in one contiguous buffer "
+         "already\n";
   if (a.cpu_checkpointing)
     s += p + "cpu_checkpointing: the CPU device's activations are in host memory already\n";
   if (a.number_checkpoints && *a.number_checkpoints != num_layers)

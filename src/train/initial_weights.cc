@@ -23,10 +23,10 @@ StatusOr<InitialWeights> initial_weights(const std::string& path, const model::M
   ZT_ASSIGN_OR_RETURN(checkpoint::HfModelDir dir, checkpoint::open_hf_weights(path));
   // Names and shapes checked on every rank now (an empty range reads nothing).
   ZT_RETURN_IF_ERROR(checkpoint::load_hf_range(dir, model.layout(), 0, 0, nullptr));
-  w.description = (dir.weight_files.size() == 1 && dir.weight_files.front() == path
-                       ? "safetensors file "
-                       : "HF model directory ") +
-                  path;
+  w.description =
+      (dir.weight_files.size() == 1 && dir.weight_files.front() == path ? "safetensors file "
+                                                                        : "HF model directory ") +
+      path;
   const model::ParamLayout* layout = &model.layout();
   w.read = [dir, layout, counter](int64_t offset, int64_t count, float* out) {
     *counter += count;

@@ -22,8 +22,7 @@ namespace {
 // exists.
 bool is_model_path(const std::string& m) {
   std::error_code ec;
-  return m.find('/') != std::string::npos || m.ends_with(".json") ||
-         std::filesystem::exists(m, ec);
+  return m.find('/') != std::string::npos || m.ends_with(".json") || std::filesystem::exists(m, ec);
 }
 
 StatusOr<model::ModelSpec> model_spec(const TrainOptions& o, std::string* weights) {

@@ -75,15 +75,14 @@ StatusOr<std::vector<Located>> locate(const std::vector<SafetensorsFile>& files,
       w = {&f, &t};
     }
   }
-  const std::string files_named = files.size() == 1 ? "HF file " + files.front().path()
-                                                    : "HF weights (" +
-                                                          std::to_string(files.size()) +
-                                                          " files)";
+  const std::string files_named = files.size() == 1
+                                      ? "HF file " + files.front().path()
+                                      : "HF weights (" + std::to_string(files.size()) + " files)";
   for (size_t i = 0; i < where.size(); ++i) {
     const model::TensorInfo& info = layout.tensors()[i];
     if (where[i].tensor == nullptr)
-      return invalid_argument(files_named + " has no tensor '" + info.name +
-                              "' (expected shape " + shape_string(info.hf_shape) + ")");
+      return invalid_argument(files_named + " has no tensor '" + info.name + "' (expected shape " +
+                              shape_string(info.hf_shape) + ")");
     if (where[i].tensor->shape != info.hf_shape)
       return invalid_argument(files_named + ": tensor '" + info.name + "' has shape " +
                               shape_string(where[i].tensor->shape) + ", expected " +
@@ -170,8 +169,8 @@ Status load_hf_range(const HfModelDir& dir, const model::ParamLayout& layout, in
   ZT_CHECK(0 <= begin && begin <= end && end <= layout.total_numel(), "load range [", begin, ", ",
            end, ") outside the layout");
   if (dir.weight_files.empty())
-    return invalid_argument("model " + dir.path + " has no weights (" + kSingle + " or " +
-                               kIndex + ")");
+    return invalid_argument("model " + dir.path + " has no weights (" + kSingle + " or " + kIndex +
+                            ")");
   std::vector<SafetensorsFile> files;
   for (const std::string& f : dir.weight_files) {
     ZT_ASSIGN_OR_RETURN(SafetensorsFile file, SafetensorsFile::open(f));
@@ -236,8 +235,7 @@ Status write_hf_model(const std::string& dir, const nlohmann::json& config,
   if (n > 1) {
     const nlohmann::json index = {{"metadata", {{"total_size", total}}},
                                   {"weight_map", weight_map}};
-    ZT_RETURN_IF_ERROR(
-        atomic_write_file((fs::path(dir) / kIndex).string(), index.dump(2) + "\n"));
+    ZT_RETURN_IF_ERROR(atomic_write_file((fs::path(dir) / kIndex).string(), index.dump(2) + "\n"));
   }
   return atomic_write_file((fs::path(dir) / "config.json").string(), config.dump(2) + "\n");
 }

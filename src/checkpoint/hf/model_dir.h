@@ -6,7 +6,8 @@
 //   DIR/config.json                          the family's config (model_type)
 //   DIR/model.safetensors                    one file, or
 //   DIR/model-00001-of-00003.safetensors     shards, with
-//   DIR/model.safetensors.index.json         {"metadata": {"total_size"}, "weight_map": {name: file}}
+//   DIR/model.safetensors.index.json         {"metadata": {"total_size"}, "weight_map": {name:
+//   file}}
 //
 //   ZT_ASSIGN_OR_RETURN(HfModelDir d, open_hf_model("path/to/Llama-3.2-1B"));
 //   ZT_ASSIGN_OR_RETURN(ModelSpec spec, model::model_spec_from_config(d.config));

@@ -67,9 +67,9 @@ class CpuOps : public Ops {
   Status rmsnorm_backward(float* dinp, float* dweight, const float* dout, const float* inp,
                           const float* weight, const float* rstd, int64_t rows,
                           int64_t C) const override;
-  Status rope_pack_qkv(float* qkv, const float* q, const float* k, const float* v,
-                       const float* cos, const float* sin, int64_t B, int64_t T, int64_t NH,
-                       int64_t NKV, int64_t HD) const override;
+  Status rope_pack_qkv(float* qkv, const float* q, const float* k, const float* v, const float* cos,
+                       const float* sin, int64_t B, int64_t T, int64_t NH, int64_t NKV,
+                       int64_t HD) const override;
   Status rope_unpack_qkv_backward(float* dq, float* dk, float* dv, const float* dqkv,
                                   const float* cos, const float* sin, int64_t B, int64_t T,
                                   int64_t NH, int64_t NKV, int64_t HD) const override;

@@ -134,9 +134,9 @@ class GuardedOps : public Ops {
     return inner_.rmsnorm_backward(u(dinp), u(dweight), u(dout), u(inp), u(weight), u(rstd), rows,
                                    C);
   }
-  Status rope_pack_qkv(float* qkv, const float* q, const float* k, const float* v,
-                       const float* cos, const float* sin, int64_t B, int64_t T, int64_t NH,
-                       int64_t NKV, int64_t HD) const override {
+  Status rope_pack_qkv(float* qkv, const float* q, const float* k, const float* v, const float* cos,
+                       const float* sin, int64_t B, int64_t T, int64_t NH, int64_t NKV,
+                       int64_t HD) const override {
     return inner_.rope_pack_qkv(u(qkv), u(q), u(k), u(v), u(cos), u(sin), B, T, NH, NKV, HD);
   }
   Status rope_unpack_qkv_backward(float* dq, float* dk, float* dv, const float* dqkv,

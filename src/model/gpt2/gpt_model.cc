@@ -130,9 +130,9 @@ Status GptModel::begin_forward(const int32_t* tokens, const int32_t* targets, in
     targets_.clear();
   }
   // Refused here: the head sees the targets a chunk at a time.
-  ZT_ASSIGN_OR_RETURN(valid_targets_, count_targets(targets_.data(),
-                                                    static_cast<int64_t>(targets_.size()), T,
-                                                    cfg_.vocab_size));
+  ZT_ASSIGN_OR_RETURN(
+      valid_targets_,
+      count_targets(targets_.data(), static_cast<int64_t>(targets_.size()), T, cfg_.vocab_size));
   if (has_targets_) ZT_RETURN_IF_ERROR(device().copy(acts_.targets, targets, n * sizeof(int32_t)));
   for_backward_ = has_targets_ && for_backward;
   // The head's backward in the forward uses d(mean)/d(token loss) = 1/valid;

@@ -8,17 +8,26 @@ namespace {
 
 // Keys from_json reads (everything else goes to `extra`).
 const std::set<std::string>& read_keys() {
-  static const std::set<std::string> keys = {
-      "model_type",         "vocab_size",
-      "padded_vocab_size",  "hidden_size",
-      "intermediate_size",  "num_hidden_layers",
-      "num_attention_heads", "num_key_value_heads",
-      "head_dim",           "max_position_embeddings",
-      "rms_norm_eps",       "rope_theta",
-      "rope_scaling",       "tie_word_embeddings",
-      "attention_bias",     "mlp_bias",
-      "hidden_act",         "attention_dropout",
-      "sliding_window",     "use_sliding_window"};
+  static const std::set<std::string> keys = {"model_type",
+                                             "vocab_size",
+                                             "padded_vocab_size",
+                                             "hidden_size",
+                                             "intermediate_size",
+                                             "num_hidden_layers",
+                                             "num_attention_heads",
+                                             "num_key_value_heads",
+                                             "head_dim",
+                                             "max_position_embeddings",
+                                             "rms_norm_eps",
+                                             "rope_theta",
+                                             "rope_scaling",
+                                             "tie_word_embeddings",
+                                             "attention_bias",
+                                             "mlp_bias",
+                                             "hidden_act",
+                                             "attention_dropout",
+                                             "sliding_window",
+                                             "use_sliding_window"};
   return keys;
 }
 
@@ -81,8 +90,7 @@ Status read_rope_scaling(const nlohmann::json& j, RopeScaling* out) {
   if (out->type != "default" && !(out->factor > 0))
     return invalid_argument("llama config: rope_scaling \"factor\" must be > 0");
   if (out->type == "llama3" && !(out->high_freq_factor > out->low_freq_factor))
-    return invalid_argument(
-        "llama config: rope_scaling needs high_freq_factor > low_freq_factor");
+    return invalid_argument("llama config: rope_scaling needs high_freq_factor > low_freq_factor");
   return ok_status();
 }
 
@@ -121,8 +129,7 @@ Status validate(const LlamaConfig& c) {
                             " must be num_attention_heads (" + std::to_string(c.num_heads) +
                             ") times an even head_dim");
   if (c.num_heads % c.num_kv_heads != 0)
-    return invalid_argument("llama config: num_key_value_heads " +
-                            std::to_string(c.num_kv_heads) +
+    return invalid_argument("llama config: num_key_value_heads " + std::to_string(c.num_kv_heads) +
                             " must divide num_attention_heads " + std::to_string(c.num_heads));
   if (c.padded_vocab < c.vocab_size)
     return invalid_argument("llama config: padded_vocab_size " + std::to_string(c.padded_vocab) +
@@ -136,8 +143,8 @@ Status validate(const LlamaConfig& c) {
 
 int64_t parameter_count(const LlamaConfig& c) {
   const int64_t C = c.hidden_size, I = c.intermediate_size, KC = c.kv_dim(), V = c.vocab_size;
-  const int64_t attn = C * C + 2 * KC * C + C * C + (c.qkv_bias ? C + 2 * KC : 0) +
-                       (c.o_bias ? C : 0);
+  const int64_t attn =
+      C * C + 2 * KC * C + C * C + (c.qkv_bias ? C + 2 * KC : 0) + (c.o_bias ? C : 0);
   const int64_t layer = attn + 3 * C * I + 2 * C;
   return V * C + c.num_layers * layer + C + (c.tie_word_embeddings ? 0 : V * C);
 }
@@ -243,24 +250,18 @@ StatusOr<LlamaConfig> from_json(const nlohmann::json& j) {
 std::vector<PresetInfo> presets_of(std::string_view model_type) {
   auto base = [](const char* type, int64_t V, int64_t C, int64_t I, int64_t L, int64_t NH,
                  int64_t NKV, int64_t maxT, double theta, bool tied) {
-    return nlohmann::json{{"model_type", type},
-                          {"vocab_size", V},
-                          {"hidden_size", C},
-                          {"intermediate_size", I},
-                          {"num_hidden_layers", L},
-                          {"num_attention_heads", NH},
-                          {"num_key_value_heads", NKV},
-                          {"max_position_embeddings", maxT},
-                          {"rms_norm_eps", 1e-5},
-                          {"rope_theta", theta},
+    return nlohmann::json{{"model_type", type},         {"vocab_size", V},
+                          {"hidden_size", C},           {"intermediate_size", I},
+                          {"num_hidden_layers", L},     {"num_attention_heads", NH},
+                          {"num_key_value_heads", NKV}, {"max_position_embeddings", maxT},
+                          {"rms_norm_eps", 1e-5},       {"rope_theta", theta},
                           {"tie_word_embeddings", tied}};
   };
   std::vector<PresetInfo> out;
   if (model_type == "llama") {
     out.push_back({"llama-tiny", base("llama", 256, 192, 512, 4, 6, 2, 128, 10000.0, false),
                    "4 layers x 192, 6 heads / 2 kv heads, byte-level vocab 256, seq 128"});
-    out.push_back({"smollm-135m",
-                   base("llama", 49152, 576, 1536, 30, 9, 3, 2048, 10000.0, true),
+    out.push_back({"smollm-135m", base("llama", 49152, 576, 1536, 30, 9, 3, 2048, 10000.0, true),
                    "SmolLM-135M's shape: 30 layers x 576, 9 heads / 3 kv, vocab 49152, tied"});
     out.push_back({"tinyllama-1.1b",
                    base("llama", 32000, 2048, 5632, 22, 32, 4, 2048, 10000.0, false),

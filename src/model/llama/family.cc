@@ -28,10 +28,9 @@ StatusOr<std::unique_ptr<Module>> create(const nlohmann::json& j, const ModuleOp
 
 StatusOr<int64_t> activation_bytes(const nlohmann::json& j, const ModuleOptions& o) {
   ZT_ASSIGN_OR_RETURN(LlamaConfig c, from_json(j));
-  return LlamaModel::activation_bytes(c, o.max_batch,
-                                      o.max_seq > 0 ? o.max_seq : c.max_position_embeddings,
-                                      o.full_logits, o.head_rows, o.checkpoint_layers,
-                                      o.bf16_compute);
+  return LlamaModel::activation_bytes(
+      c, o.max_batch, o.max_seq > 0 ? o.max_seq : c.max_position_embeddings, o.full_logits,
+      o.head_rows, o.checkpoint_layers, o.bf16_compute);
 }
 
 ModelFamily make_family(std::string_view model_type) {

@@ -38,7 +38,8 @@ ParamLayout make_layout(const LlamaConfig& cfg) {
   for (int64_t l = 0; l < cfg.num_layers; ++l) {
     const std::string p = "model.layers." + std::to_string(l) + ".";
     b.begin_group("layers." + std::to_string(l));
-    b.add({.name = p + "input_layernorm.weight", .kind = ParamKind::kLayerNormWeight, .shape = {C}});
+    b.add(
+        {.name = p + "input_layernorm.weight", .kind = ParamKind::kLayerNormWeight, .shape = {C}});
     auto proj = [&](const std::string& name, int64_t out, int64_t in, bool bias, ParamKind kind) {
       b.add({.name = p + name + ".weight", .kind = kind, .shape = {out, in}});
       if (bias) b.add({.name = p + name + ".bias", .kind = ParamKind::kLinearBias, .shape = {out}});

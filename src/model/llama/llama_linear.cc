@@ -10,8 +10,7 @@ namespace zerotrain::model::llama {
 
 Status LlamaModel::allocate_bf16_scratch() {
   if (!bf16_compute()) return ok_status();
-  const Bf16Scratch n = bf16_scratch(cfg_, options().max_batch, options().max_seq,
-                                     acts_.head_rows);
+  const Bf16Scratch n = bf16_scratch(cfg_, options().max_batch, options().max_seq, acts_.head_rows);
   device::Device& d = device();
   using device::MemoryCategory;
   ZT_ASSIGN_OR_RETURN(w16_, d.allocate(static_cast<size_t>(n.weight) * 2,
@@ -36,9 +35,9 @@ StatusOr<const BFloat16*> LlamaModel::rounded(const float* x, int64_t n,
                                               const device::Buffer& scratch) {
   ZT_CHECK(static_cast<size_t>(n) * 2 <= scratch.bytes(), "bf16 scratch too small: ", n);
   BFloat16* out = scratch.as<BFloat16>();
-  ZT_RETURN_IF_ERROR(ops().convert(
-      ConstTensor(x, DType::kFloat32, static_cast<size_t>(n), &device()),
-      Tensor(out, DType::kBFloat16, static_cast<size_t>(n), &device())));
+  ZT_RETURN_IF_ERROR(
+      ops().convert(ConstTensor(x, DType::kFloat32, static_cast<size_t>(n), &device()),
+                    Tensor(out, DType::kBFloat16, static_cast<size_t>(n), &device())));
   return out;
 }
 
@@ -56,8 +55,7 @@ Status LlamaModel::linear_fwd(float* out, const float* inp, const TensorInfo& w,
 Status LlamaModel::linear_bwd(float* dinp, const TensorInfo& w, const TensorInfo* b,
                               const float* dout, const float* inp, int64_t C, int64_t OC,
                               bool dinp_accumulate) {
-  return gemm_bwd(dinp, g(w), b ? g(*b) : nullptr, dout, inp, w, B_ * T_, C, OC,
-                  dinp_accumulate);
+  return gemm_bwd(dinp, g(w), b ? g(*b) : nullptr, dout, inp, w, B_ * T_, C, OC, dinp_accumulate);
 }
 
 Status LlamaModel::gemm_fwd(float* out, const float* inp, const TensorInfo& w, const float* bias,

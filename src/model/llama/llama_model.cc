@@ -42,8 +42,7 @@ StatusOr<LlamaModel> LlamaModel::create(const LlamaConfig& cfg, const ModuleOpti
                             std::to_string(opts.max_seq));
   if (cfg.sliding_window > 0 && opts.max_seq > cfg.sliding_window)
     return invalid_argument(who + "sliding_window " + std::to_string(cfg.sliding_window) +
-                            " is shorter than the sequence length " +
-                            std::to_string(opts.max_seq) +
+                            " is shorter than the sequence length " + std::to_string(opts.max_seq) +
                             "; windowed attention is not implemented yet (train with "
                             "--seq-len <= " +
                             std::to_string(cfg.sliding_window) +
@@ -65,12 +64,12 @@ StatusOr<LlamaModel> LlamaModel::create(const LlamaConfig& cfg, const ModuleOpti
   return m;
 }
 
-int64_t LlamaModel::activation_bytes(const LlamaConfig& cfg, int64_t B, int64_t T,
-                                     bool full_logits, int64_t head_rows, bool checkpoint,
-                                     bool bf16_compute) {
+int64_t LlamaModel::activation_bytes(const LlamaConfig& cfg, int64_t B, int64_t T, bool full_logits,
+                                     int64_t head_rows, bool checkpoint, bool bf16_compute) {
   Activations a;
   const int64_t rows = logits_rows(cfg, B, T, full_logits, head_rows);
-  int64_t bytes = a.plan(cfg, B, T, rows, checkpoint, nullptr) * static_cast<int64_t>(sizeof(float));
+  int64_t bytes =
+      a.plan(cfg, B, T, rows, checkpoint, nullptr) * static_cast<int64_t>(sizeof(float));
   if (bf16_compute) {
     const Bf16Scratch n = bf16_scratch(cfg, B, T, rows);
     bytes += 2 * (n.weight + n.input + n.dout);
@@ -84,8 +83,9 @@ void LlamaModel::init_range(uint64_t seed, int64_t begin, int64_t end, float* ho
   double std = 0.02;
   if (cfg_.extra.contains("initializer_range") && cfg_.extra["initializer_range"].is_number())
     std = cfg_.extra["initializer_range"].get<double>();
-  init_flat_range(layout(), seed, begin, end, host,
-                  [std](const TensorInfo& t) { return t.kind == ParamKind::kLinearBias ? 0.0 : std; });
+  init_flat_range(layout(), seed, begin, end, host, [std](const TensorInfo& t) {
+    return t.kind == ParamKind::kLinearBias ? 0.0 : std;
+  });
 }
 
 const float* LlamaModel::p(const TensorInfo& t) const {

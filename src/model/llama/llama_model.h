@@ -1,8 +1,8 @@
 // LlamaModel: the Llama family's Module (model_type llama, mistral, qwen2):
 // RMSNorm pre-norm blocks, rotary embeddings, grouped-query attention,
 // SwiGLU MLP, an untied or tied lm head, mean cross-entropy, on its
-// device's Ops in fp32 (or bf16 GEMMs, as autocast). Binding, hooks and pass sequencing are Module's
-// (module.h); this is the per-stage math.
+// device's Ops in fp32 (or bf16 GEMMs, as autocast). Binding, hooks and pass sequencing are
+// Module's (module.h); this is the per-stage math.
 //
 //   ZT_ASSIGN_OR_RETURN(LlamaConfig cfg, from_json(config_json));
 //   ZT_ASSIGN_OR_RETURN(LlamaModel m, LlamaModel::create(cfg, {.max_batch = 8}));
@@ -102,8 +102,7 @@ class LlamaModel : public Module {
   struct Bf16Scratch {
     int64_t weight, input, dout;  // elements
   };
-  static Bf16Scratch bf16_scratch(const LlamaConfig& cfg, int64_t B, int64_t T,
-                                  int64_t head_rows);
+  static Bf16Scratch bf16_scratch(const LlamaConfig& cfg, int64_t B, int64_t T, int64_t head_rows);
   Status allocate_bf16_scratch();
   // x rounded into scratch (n elements); weight t as bf16 (its group's bf16
   // view, or rounded into the weight scratch).

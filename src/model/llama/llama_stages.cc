@@ -10,8 +10,8 @@
 namespace zerotrain::model::llama {
 
 Status LlamaModel::forward_embed() {
-  return ops().encoder_forward(acts_.encoded, acts_.tokens, p(layout().tensors().front()),
-                               nullptr, B_, T_, cfg_.hidden_size, cfg_.vocab_size);
+  return ops().encoder_forward(acts_.encoded, acts_.tokens, p(layout().tensors().front()), nullptr,
+                               B_, T_, cfg_.hidden_size, cfg_.vocab_size);
 }
 
 Status LlamaModel::backward_embed() {
@@ -20,8 +20,8 @@ Status LlamaModel::backward_embed() {
 }
 
 Status LlamaModel::forward_block(int64_t l) {
-  const int64_t BT = B_ * T_, C = cfg_.hidden_size, KC = cfg_.kv_dim(),
-                I = cfg_.intermediate_size, NH = cfg_.num_heads;
+  const int64_t BT = B_ * T_, C = cfg_.hidden_size, KC = cfg_.kv_dim(), I = cfg_.intermediate_size,
+                NH = cfg_.num_heads;
   const float eps = static_cast<float>(cfg_.rms_norm_eps);
   const LayerActivations& a = acts_.layers[static_cast<size_t>(l)];
   const BlockSlots& s = slots_;
@@ -30,8 +30,7 @@ Status LlamaModel::forward_block(int64_t l) {
   const device::Ops& o = ops();
 
   // Attention: res2 = x + o_proj(attn(rope(q, k), v)), q/k/v of input_layernorm(x).
-  ZT_RETURN_IF_ERROR(
-      o.rmsnorm_forward(k.ln, a.rstd1, x, p(block(l, s.input_norm)), BT, C, eps));
+  ZT_RETURN_IF_ERROR(o.rmsnorm_forward(k.ln, a.rstd1, x, p(block(l, s.input_norm)), BT, C, eps));
   ZT_RETURN_IF_ERROR(linear_fwd(a.q, k.ln, block(l, s.q_weight), block_bias(l, s.q_bias), C, C));
   ZT_RETURN_IF_ERROR(linear_fwd(a.k, k.ln, block(l, s.k_weight), block_bias(l, s.k_bias), C, KC));
   ZT_RETURN_IF_ERROR(linear_fwd(a.v, k.ln, block(l, s.v_weight), block_bias(l, s.v_bias), C, KC));
@@ -53,8 +52,8 @@ Status LlamaModel::forward_block(int64_t l) {
 }
 
 Status LlamaModel::backward_block(int64_t l) {
-  const int64_t BT = B_ * T_, C = cfg_.hidden_size, KC = cfg_.kv_dim(),
-                I = cfg_.intermediate_size, NH = cfg_.num_heads;
+  const int64_t BT = B_ * T_, C = cfg_.hidden_size, KC = cfg_.kv_dim(), I = cfg_.intermediate_size,
+                NH = cfg_.num_heads;
   const float eps = static_cast<float>(cfg_.rms_norm_eps);
   const LayerActivations& a = acts_.layers[static_cast<size_t>(l)];
   const BlockSlots& s = slots_;
@@ -82,21 +81,19 @@ Status LlamaModel::backward_block(int64_t l) {
   ZT_RETURN_IF_ERROR(o.attention_backward_lse(k.dqkv, k.datty, k.qkv, a.lse, B_, T_, C, NH));
   ZT_RETURN_IF_ERROR(o.rope_unpack_qkv_backward(k.dq, k.dk, k.dv, k.dqkv, k.rope_cos, k.rope_sin,
                                                 B_, T_, NH, cfg_.num_kv_heads, cfg_.head_dim()));
-  ZT_RETURN_IF_ERROR(
-      o.rmsnorm_forward(k.ln, nullptr, x, p(block(l, s.input_norm)), BT, C, eps));
+  ZT_RETURN_IF_ERROR(o.rmsnorm_forward(k.ln, nullptr, x, p(block(l, s.input_norm)), BT, C, eps));
   ZT_RETURN_IF_ERROR(
       linear_bwd(k.dln, block(l, s.q_weight), block_bias(l, s.q_bias), k.dq, k.ln, C, C, false));
   ZT_RETURN_IF_ERROR(
       linear_bwd(k.dln, block(l, s.k_weight), block_bias(l, s.k_bias), k.dk, k.ln, C, KC, true));
   ZT_RETURN_IF_ERROR(
       linear_bwd(k.dln, block(l, s.v_weight), block_bias(l, s.v_bias), k.dv, k.ln, C, KC, true));
-  return o.rmsnorm_backward(k.dres, g(block(l, s.input_norm)), k.dln, x,
-                            p(block(l, s.input_norm)), a.rstd1, BT, C);
+  return o.rmsnorm_backward(k.dres, g(block(l, s.input_norm)), k.dln, x, p(block(l, s.input_norm)),
+                            a.rstd1, BT, C);
 }
 
 Status LlamaModel::forward_head() {
-  const int64_t C = cfg_.hidden_size, Vp = cfg_.padded_vocab, V = cfg_.vocab_size,
-                BT = B_ * T_;
+  const int64_t C = cfg_.hidden_size, Vp = cfg_.padded_vocab, V = cfg_.vocab_size, BT = B_ * T_;
   const device::Ops& o = ops();
   const TensorInfo& norm = layout().group_tensor(num_groups() - 1, 0);
   ZT_RETURN_IF_ERROR(o.rmsnorm_forward(acts_.lnf, acts_.lnf_rstd, input_of(cfg_.num_layers),
@@ -122,8 +119,8 @@ Status LlamaModel::forward_head() {
           o.crossentropy_forward(losses, nullptr, acts_.logits, targets, 1, rows, V, Vp));
       continue;
     }
-    ZT_RETURN_IF_ERROR(o.crossentropy_forward_backward(losses, acts_.logits, acts_.logits,
-                                                       targets, unit_dloss_, 1, rows, V, Vp));
+    ZT_RETURN_IF_ERROR(o.crossentropy_forward_backward(losses, acts_.logits, acts_.logits, targets,
+                                                       unit_dloss_, 1, rows, V, Vp));
     ZT_RETURN_IF_ERROR(gemm_bwd(acts_.dln + r0 * C, acts_.dhead, nullptr, acts_.logits, lnf,
                                 head_weight(), rows, C, Vp, false));
   }
@@ -135,8 +132,8 @@ Status LlamaModel::backward_head() {
   const device::Ops& o = ops();
   const TensorInfo& norm = layout().group_tensor(num_groups() - 1, 0);
   ZT_RETURN_IF_ERROR(o.axpy(g(head_weight()), dloss_, acts_.dhead, Vp * C));
-  ZT_RETURN_IF_ERROR(o.scale(
-      Tensor(acts_.dln, DType::kFloat32, static_cast<size_t>(BT * C), &device()), dloss_));
+  ZT_RETURN_IF_ERROR(
+      o.scale(Tensor(acts_.dln, DType::kFloat32, static_cast<size_t>(BT * C), &device()), dloss_));
   ZT_RETURN_IF_ERROR(zero(acts_.dres, BT * C));
   return o.rmsnorm_backward(acts_.dres, g(norm), acts_.dln, input_of(cfg_.num_layers), p(norm),
                             acts_.lnf_rstd, BT, C);

@@ -16,10 +16,10 @@
 
 #include "checkpoint/hf/model_dir.h"
 #include "checkpoint/safetensors.h"
-#include "model/llama/llama_model.h"
-#include "model/registry.h"
 #include "checkpoint/test_util.h"
 #include "integration/subprocess.h"
+#include "model/llama/llama_model.h"
+#include "model/registry.h"
 
 namespace zerotrain::model::llama {
 namespace {
@@ -67,7 +67,9 @@ const Case kCases[] = {
      0},
 };
 
-std::string script() { return std::string(ZT_SOURCE_DIR) + "/tests/model/llama/llama_reference.py"; }
+std::string script() {
+  return std::string(ZT_SOURCE_DIR) + "/tests/model/llama/llama_reference.py";
+}
 
 // Runs the reference; the test fails with its stderr when it does.
 void reference(const std::vector<std::string>& args) {

@@ -26,7 +26,9 @@ using zerotrain::testing::run_process;
 
 constexpr int kSteps = 20, kMicroBatch = 2, kGradAccum = 2, kSeq = 16;
 
-std::string script() { return std::string(ZT_SOURCE_DIR) + "/tests/model/llama/llama_reference.py"; }
+std::string script() {
+  return std::string(ZT_SOURCE_DIR) + "/tests/model/llama/llama_reference.py";
+}
 
 std::vector<double> losses_of(const std::string& jsonl) {
   std::vector<double> out;
@@ -48,9 +50,10 @@ class LlamaTrainReference : public ::testing::Test {
               "intermediate_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4,
               "num_key_value_heads": 2, "rms_norm_eps": 1e-5, "rope_theta": 10000.0,
               "max_position_embeddings": 64, "tie_word_embeddings": false})";
-    auto make = run_process({"/usr/bin/python3", script(), "make", "--config", dir_->file("cfg.json"),
-                             "--out", dir_->file("hf"), "--seed", "3", "--std", "0.05"},
-                            std::chrono::seconds(120));
+    auto make =
+        run_process({"/usr/bin/python3", script(), "make", "--config", dir_->file("cfg.json"),
+                     "--out", dir_->file("hf"), "--seed", "3", "--std", "0.05"},
+                    std::chrono::seconds(120));
     ASSERT_EQ(make.exit_code, 0) << make.err;
     {
       std::ofstream text(dir_->file("in.txt"));
@@ -65,12 +68,35 @@ class LlamaTrainReference : public ::testing::Test {
 
   // The reference's losses at world size `ranks` (the stage changes nothing).
   static std::vector<double> reference(int ranks) {
-    auto r = run_process({"/usr/bin/python3", script(), "train", "--model", dir_->file("hf"),
-                          "--zt-data", dir_->file("shards"), "--seed", "1234", "--world-size",
-                          std::to_string(ranks), "--grad-accum", std::to_string(kGradAccum),
-                          "--batch", std::to_string(kMicroBatch), "--seq", std::to_string(kSeq),
-                          "--steps", std::to_string(kSteps), "--lr", "0.003", "--beta1", "0.9",
-                          "--beta2", "0.95", "--eps", "1e-8", "--weight-decay", "0.1"},
+    auto r = run_process({"/usr/bin/python3",
+                          script(),
+                          "train",
+                          "--model",
+                          dir_->file("hf"),
+                          "--zt-data",
+                          dir_->file("shards"),
+                          "--seed",
+                          "1234",
+                          "--world-size",
+                          std::to_string(ranks),
+                          "--grad-accum",
+                          std::to_string(kGradAccum),
+                          "--batch",
+                          std::to_string(kMicroBatch),
+                          "--seq",
+                          std::to_string(kSeq),
+                          "--steps",
+                          std::to_string(kSteps),
+                          "--lr",
+                          "0.003",
+                          "--beta1",
+                          "0.9",
+                          "--beta2",
+                          "0.95",
+                          "--eps",
+                          "1e-8",
+                          "--weight-decay",
+                          "0.1"},
                          std::chrono::seconds(120));
     EXPECT_EQ(r.exit_code, 0) << r.err;
     return losses_of(r.out);
@@ -93,12 +119,29 @@ class LlamaTrainReference : public ::testing::Test {
                        << R"("zero_optimization": {"stage": )" << stage << "}}";
     const std::string metrics = dir_->file("metrics.jsonl");
     std::filesystem::remove(metrics);
-    std::vector<std::string> argv{ZT_BIN,       "run",     "--num_gpus", std::to_string(ranks),
-                                  "--",         ZT_BIN,    "train",      "--model",
-                                  model,        "--deepspeed", cfg,      "--data",
-                                  dir_->file("shards"), "--steps", std::to_string(kSteps),
-                                  "--seq-len",  std::to_string(kSeq), "--seed", "1234",
-                                  "--eval-interval", "0", "--metrics", metrics};
+    std::vector<std::string> argv{ZT_BIN,
+                                  "run",
+                                  "--num_gpus",
+                                  std::to_string(ranks),
+                                  "--",
+                                  ZT_BIN,
+                                  "train",
+                                  "--model",
+                                  model,
+                                  "--deepspeed",
+                                  cfg,
+                                  "--data",
+                                  dir_->file("shards"),
+                                  "--steps",
+                                  std::to_string(kSteps),
+                                  "--seq-len",
+                                  std::to_string(kSeq),
+                                  "--seed",
+                                  "1234",
+                                  "--eval-interval",
+                                  "0",
+                                  "--metrics",
+                                  metrics};
     argv.insert(argv.end(), flags.begin(), flags.end());
     auto r = run_process(argv, std::chrono::seconds(120), {"OMP_NUM_THREADS=1"});
     EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
@@ -137,8 +180,8 @@ TEST_F(LlamaTrainReference, CheckpointingChangesNoBitAtAnyStage) {
       const std::string plain = zerotrain(model, stage, 2);
       std::string log;
       const std::string ckpt =
-          stage == 3 ? zerotrain(model, stage, 2, R"("activation_checkpointing": {"profile": true},)",
-                                 {}, &log)
+          stage == 3 ? zerotrain(model, stage, 2,
+                                 R"("activation_checkpointing": {"profile": true},)", {}, &log)
                      : zerotrain(model, stage, 2, "", {"--gradient-checkpointing"}, &log);
       EXPECT_EQ(losses_of(plain).size(), static_cast<size_t>(kSteps));
       EXPECT_EQ(ckpt, plain) << model << ", stage " << stage;
@@ -193,9 +236,9 @@ TEST_F(LlamaTrainReference, Stage3ImportReadsAndHoldsOnlyARanksShare) {
   std::ofstream(ds) << R"({"train_micro_batch_size_per_gpu": 1, "zero_optimization": {"stage": 3},
       "optimizer": {"type": "AdamW", "params": {"lr": 1e-4}}})";
   for (int ranks : {1, 2, 4}) {
-    auto r = run_process({ZT_BIN, "run", "--num_gpus", std::to_string(ranks), "--", ZT_BIN,
-                          "train", "--model", big, "--deepspeed", ds, "--steps", "1", "--seq-len",
-                          "16", "--eval-interval", "0", "--corpus-bytes", "20000"},
+    auto r = run_process({ZT_BIN, "run", "--num_gpus", std::to_string(ranks), "--", ZT_BIN, "train",
+                          "--model", big, "--deepspeed", ds, "--steps", "1", "--seq-len", "16",
+                          "--eval-interval", "0", "--corpus-bytes", "20000"},
                          std::chrono::seconds(300), {"OMP_NUM_THREADS=1"});
     ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
     // "...; read by this rank 24.9 MiB (model 99.5 MiB); peak RSS 66.0 MiB"
@@ -212,8 +255,8 @@ TEST_F(LlamaTrainReference, Stage3ImportReadsAndHoldsOnlyARanksShare) {
     EXPECT_GE(read, share * 0.98) << ranks << " ranks";
     EXPECT_LE(peak, 2 * share + 48.0)
         << ranks << " ranks: peak RSS " << peak << " MiB, the model's share " << share << " MiB";
-    std::printf("[ stage-3 import ] %d rank(s): read %.1f of %.1f MiB, peak RSS %.1f MiB\n",
-                ranks, read, total, peak);
+    std::printf("[ stage-3 import ] %d rank(s): read %.1f of %.1f MiB, peak RSS %.1f MiB\n", ranks,
+                read, total, peak);
   }
 }
 

@@ -47,10 +47,10 @@ TEST(RmsNorm, ForwardAndBackwardMatchDoubleReference) {
   rmsnorm_backward(dx.data(), dw.data(), dout.data(), x.data(), w.data(), rstd.data(), B * T, C);
   for (float& v : dx) v -= 0.5f;
   for (float& v : dw) v -= 0.25f;
-  expect_gradient_near(
-      [&](const Vec& v) { return dot(dout, rmsnorm_ref(v, wd, B * T, C, eps)); }, xd, dx, "dx");
-  expect_gradient_near(
-      [&](const Vec& v) { return dot(dout, rmsnorm_ref(xd, v, B * T, C, eps)); }, wd, dw, "dw");
+  expect_gradient_near([&](const Vec& v) { return dot(dout, rmsnorm_ref(v, wd, B * T, C, eps)); },
+                       xd, dx, "dx");
+  expect_gradient_near([&](const Vec& v) { return dot(dout, rmsnorm_ref(xd, v, B * T, C, eps)); },
+                       wd, dw, "dw");
 }
 
 // HF: q_embed = q·cos + rotate_half(q)·sin, rotate_half(x) = cat(−x2, x1),
@@ -109,8 +109,8 @@ TEST_P(Rope, PackMatchesRotateHalfAndRepeatKvAndBackwardIsItsTranspose) {
     }
   }
   std::vector<float> qkv(B * T * 3 * Cq);
-  rope_pack_qkv(qkv.data(), q.data(), k.data(), v.data(), cos.data(), sin.data(), B, T, s.NH,
-                s.NKV, s.HD);
+  rope_pack_qkv(qkv.data(), q.data(), k.data(), v.data(), cos.data(), sin.data(), B, T, s.NH, s.NKV,
+                s.HD);
   const Vec qd = to_double(q), kd = to_double(k), vd = to_double(v), cd = to_double(cos),
             sd = to_double(sin);
   expect_all_near(qkv, pack_ref(qd, kd, vd, cd, sd, s), 1e-6, "qkv");
@@ -118,14 +118,14 @@ TEST_P(Rope, PackMatchesRotateHalfAndRepeatKvAndBackwardIsItsTranspose) {
   auto dqkv = random_floats(B * T * 3 * Cq, 7);
   // Overwritten: stale values must not leak in.
   std::vector<float> dq(B * T * Cq, 9.0f), dk(B * T * Ck, 9.0f), dv(B * T * Ck, 9.0f);
-  rope_unpack_qkv_backward(dq.data(), dk.data(), dv.data(), dqkv.data(), cos.data(), sin.data(),
-                           B, T, s.NH, s.NKV, s.HD);
-  expect_gradient_near([&](const Vec& x) { return dot(dqkv, pack_ref(x, kd, vd, cd, sd, s)); },
-                       qd, dq, "dq");
-  expect_gradient_near([&](const Vec& x) { return dot(dqkv, pack_ref(qd, x, vd, cd, sd, s)); },
-                       kd, dk, "dk");
-  expect_gradient_near([&](const Vec& x) { return dot(dqkv, pack_ref(qd, kd, x, cd, sd, s)); },
-                       vd, dv, "dv");
+  rope_unpack_qkv_backward(dq.data(), dk.data(), dv.data(), dqkv.data(), cos.data(), sin.data(), B,
+                           T, s.NH, s.NKV, s.HD);
+  expect_gradient_near([&](const Vec& x) { return dot(dqkv, pack_ref(x, kd, vd, cd, sd, s)); }, qd,
+                       dq, "dq");
+  expect_gradient_near([&](const Vec& x) { return dot(dqkv, pack_ref(qd, x, vd, cd, sd, s)); }, kd,
+                       dk, "dk");
+  expect_gradient_near([&](const Vec& x) { return dot(dqkv, pack_ref(qd, kd, x, cd, sd, s)); }, vd,
+                       dv, "dv");
 }
 
 // Multi-head (NKV = NH), grouped (2 query heads a kv head) and multi-query.
