@@ -9,7 +9,7 @@ JOBS ?= $(shell nproc)
 # UNITY=OFF for a developer tree where one edited file should rebuild alone.
 UNITY ?= ON
 
-.PHONY: all deps configure build run test bench bench-zero bench-peer clean
+.PHONY: all deps configure build run test bench bench-zero bench-peer bench-llama clean
 
 all: build
 
@@ -45,6 +45,12 @@ bench-zero: build
 # --quick), writes its section of bench/RESULTS.md.
 bench-peer: build
 	@bench/compare --build $(BUILD) $(if $(QUICK),--quick)
+
+# The Llama family against the PyTorch reference (issue #19): llama-tiny and
+# smollm-135m, tokens/s, MFU, activation checkpointing's time and memory
+# (~3 min); writes its section of bench/RESULTS.md.
+bench-llama: build
+	@bench/llama_compare --build $(BUILD)
 
 clean:
 	rm -rf $(BUILD)

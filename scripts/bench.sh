@@ -107,15 +107,17 @@ cat > "$out/meta.json" <<JSON
  "seconds": $((SECONDS - begin)), "note": "$(json_escape "$note")"}
 JSON
 
-# bench/compare (make bench-peer) owns a marked section of the same file,
-# and the readings people wrote of the tables another (between
-# '<!-- notes: begin -->' and '<!-- notes: end -->'): keep both across the
-# re-render.
+# bench/compare (make bench-peer) and bench/llama_compare (make
+# bench-llama) own marked sections of the same file, and the readings
+# people wrote of the tables another (between '<!-- notes: begin -->' and
+# '<!-- notes: end -->'): keep them across the re-render.
 peer_section=""
 notes_section=""
+llama_section=""
 if [ -f "$results" ]; then
   peer_section=$(sed -n '/^<!-- bench\/compare: begin/,/^<!-- bench\/compare: end -->/p' "$results")
   notes_section=$(sed -n '/^<!-- notes: begin -->/,/^<!-- notes: end -->/p' "$results")
+  llama_section=$(sed -n '/^<!-- bench\/llama_compare: begin/,/^<!-- bench\/llama_compare: end -->/p' "$results")
 fi
 if ! "$bin/zt_bench_report" --dir "$out" --out "$results"; then
   echo "bench.sh: zt_bench_report failed" >&2
@@ -131,6 +133,9 @@ if ! scripts/bench_zero.sh "$build" "$results"; then
 fi
 if [ -n "$notes_section" ]; then
   printf '\n%s\n' "$notes_section" >> "$results"
+fi
+if [ -n "$llama_section" ]; then
+  printf '\n%s\n' "$llama_section" >> "$results"
 fi
 echo "== wrote $results ($((SECONDS - begin)) s; raw JSON in $out)"
 exit $status
