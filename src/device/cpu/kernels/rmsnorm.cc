@@ -12,7 +12,7 @@
 namespace zerotrain::device::cpu {
 namespace {
 
-ZT_SIMD_CLONES void row_forward(float* o, float* rstd, const float* x, const float* weight,
+ZT_SIMD_CLONES void rms_row_forward(float* o, float* rstd, const float* x, const float* weight,
                                 int64_t C, float eps) {
   float ss = 0.0f;
 #pragma omp simd reduction(+ : ss)
@@ -23,7 +23,7 @@ ZT_SIMD_CLONES void row_forward(float* o, float* rstd, const float* x, const flo
   if (rstd) *rstd = s;
 }
 
-ZT_SIMD_CLONES void row_backward(float* dx, float* pw, const float* d, const float* x,
+ZT_SIMD_CLONES void rms_row_backward(float* dx, float* pw, const float* d, const float* x,
                                  const float* weight, float s, int64_t C) {
   float dot = 0.0f;
 #pragma omp simd reduction(+ : dot)
@@ -42,7 +42,7 @@ void rmsnorm_forward(float* out, float* rstd, const float* inp, const float* wei
                      int64_t C, float eps) {
 #pragma omp parallel for schedule(static)
   for (int64_t i = 0; i < rows; ++i)
-    row_forward(out + i * C, rstd ? rstd + i : nullptr, inp + i * C, weight, C, eps);
+    rms_row_forward(out + i * C, rstd ? rstd + i : nullptr, inp + i * C, weight, C, eps);
 }
 
 void rmsnorm_backward(float* dinp, float* dweight, const float* dout, const float* inp,
@@ -54,7 +54,7 @@ void rmsnorm_backward(float* dinp, float* dweight, const float* dout, const floa
     float* pw = partial.data() + static_cast<size_t>(omp_get_thread_num()) * C;
 #pragma omp for schedule(static)
     for (int64_t i = 0; i < rows; ++i)
-      row_backward(dinp + i * C, pw, dout + i * C, inp + i * C, weight, rstd[i], C);
+      rms_row_backward(dinp + i * C, pw, dout + i * C, inp + i * C, weight, rstd[i], C);
   }
   for (int t = 0; t < nth; ++t) {
     const float* pw = partial.data() + static_cast<size_t>(t) * C;
