@@ -1,4 +1,4 @@
-// `zerotrain train --model HF_DIR` on a Llama checkpoint the PyTorch
+// `zerotrain train --model HF_DIR` on Llama, Qwen2 and Mistral checkpoints the PyTorch
 // reference wrote (llama_reference.py make), against the reference's own
 // AdamW training on the same token shards in zerotrain's loader order
 // (llama_reference.py train --zt-data, via bench/peer/zt_data.py): 20 fp32
@@ -50,11 +50,25 @@ class LlamaTrainReference : public ::testing::Test {
               "intermediate_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4,
               "num_key_value_heads": 2, "rms_norm_eps": 1e-5, "rope_theta": 10000.0,
               "max_position_embeddings": 64, "tie_word_embeddings": false})";
-    auto make =
-        run_process({"/usr/bin/python3", script(), "make", "--config", dir_->file("cfg.json"),
-                     "--out", dir_->file("hf"), "--seed", "3", "--std", "0.05"},
-                    std::chrono::seconds(120));
-    ASSERT_EQ(make.exit_code, 0) << make.err;
+    // Qwen2: q/k/v biases, one kv head, tied; Mistral: a window of T.
+    std::ofstream(dir_->file("qwen2.json"))
+        << R"({"model_type": "qwen2", "vocab_size": 256, "hidden_size": 32,
+              "intermediate_size": 48, "num_hidden_layers": 2, "num_attention_heads": 4,
+              "num_key_value_heads": 1, "rms_norm_eps": 1e-6, "rope_theta": 1000000.0,
+              "max_position_embeddings": 64, "tie_word_embeddings": true})";
+    std::ofstream(dir_->file("mistral.json"))
+        << R"({"model_type": "mistral", "vocab_size": 256, "hidden_size": 32,
+              "intermediate_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4,
+              "num_key_value_heads": 2, "rms_norm_eps": 1e-5, "rope_theta": 10000.0,
+              "max_position_embeddings": 64, "sliding_window": 16})";
+    for (const char* name : {"cfg", "qwen2", "mistral"}) {
+      const std::string out = std::string(name) == "cfg" ? "hf" : std::string(name);
+      auto make = run_process({"/usr/bin/python3", script(), "make", "--config",
+                               dir_->file(std::string(name) + ".json"), "--out", dir_->file(out),
+                               "--seed", "3", "--std", "0.05"},
+                              std::chrono::seconds(120));
+      ASSERT_EQ(make.exit_code, 0) << make.err;
+    }
     {
       std::ofstream text(dir_->file("in.txt"));
       for (int i = 0; i < 300; ++i)
@@ -66,13 +80,14 @@ class LlamaTrainReference : public ::testing::Test {
   }
   static void TearDownTestSuite() { delete dir_; }
 
-  // The reference's losses at world size `ranks` (the stage changes nothing).
-  static std::vector<double> reference(int ranks) {
+  // The reference's losses for model directory `model` at world size
+  // `ranks` (the stage changes nothing).
+  static std::vector<double> reference(const std::string& model, int ranks) {
     auto r = run_process({"/usr/bin/python3",
                           script(),
                           "train",
                           "--model",
-                          dir_->file("hf"),
+                          model,
                           "--zt-data",
                           dir_->file("shards"),
                           "--seed",
@@ -156,16 +171,21 @@ class LlamaTrainReference : public ::testing::Test {
 TempDir* LlamaTrainReference::dir_ = nullptr;
 
 TEST_F(LlamaTrainReference, LossesFollowPyTorchAtEveryStageOnOneAndTwoRanks) {
-  for (int ranks : {1, 2}) {
-    const std::vector<double> want = reference(ranks);
-    ASSERT_EQ(want.size(), static_cast<size_t>(kSteps));
-    EXPECT_LT(want.back(), 0.8 * want.front()) << "the reference does not learn: a weak check";
-    for (int stage = 0; stage <= 3; ++stage) {
-      const std::vector<double> got = losses_of(zerotrain(dir_->file("hf"), stage, ranks));
-      ASSERT_EQ(got.size(), want.size()) << "stage " << stage << ", " << ranks << " rank(s)";
-      for (int s = 0; s < kSteps; ++s)
-        EXPECT_NEAR(got[s], want[s], 1e-5 * want[s])
-            << "step " << s + 1 << ", stage " << stage << ", " << ranks << " rank(s)";
+  for (const char* family : {"hf", "qwen2", "mistral"}) {
+    const std::string model = dir_->file(family);
+    for (int ranks : {1, 2}) {
+      const std::vector<double> want = reference(model, ranks);
+      ASSERT_EQ(want.size(), static_cast<size_t>(kSteps)) << family;
+      EXPECT_LT(want.back(), 0.8 * want.front()) << family << ": the reference does not learn";
+      for (int stage = 0; stage <= 3; ++stage) {
+        const std::vector<double> got = losses_of(zerotrain(model, stage, ranks));
+        ASSERT_EQ(got.size(), want.size())
+            << family << ", stage " << stage << ", " << ranks << " rank(s)";
+        for (int s = 0; s < kSteps; ++s)
+          EXPECT_NEAR(got[s], want[s], 1e-5 * want[s])
+              << family << ", step " << s + 1 << ", stage " << stage << ", " << ranks
+              << " rank(s)";
+      }
     }
   }
 }
