@@ -6,6 +6,7 @@
 #include <memory>
 #include <optional>
 
+#include "checkpoint/hf/model_dir.h"
 #include "cli/commands.h"
 #include "config/config.h"
 #include "model/registry.h"
@@ -63,9 +64,9 @@ void print_resolved(const std::string& path, const config::Config& c) {
 int check_files(const CLI::App* check, const ConfigCheckFlags& flags) {
   config::TrainerArgs args = trainer_args(check, flags);
   // The same defaults `zerotrain train` uses, for the same model and steps.
-  StatusOr<model::ModelSpec> spec = model::model_spec(flags.model);
-  StatusOr<model::ModelInfo> info =
-      spec.ok() ? spec->family->info(spec->config) : StatusOr<model::ModelInfo>(spec.status());
+  StatusOr<checkpoint::ResolvedModel> model = checkpoint::resolve_model(flags.model);
+  StatusOr<model::ModelInfo> info = model.ok() ? model->spec.family->info(model->spec.config)
+                                               : StatusOr<model::ModelInfo>(model.status());
   if (!info.ok()) {
     std::cerr << "zerotrain config check: --model: " << info.status().message() << "\n";
     return 2;
@@ -109,7 +110,10 @@ Runner add_config_command(CLI::App& app) {
   check->add_option("--warmup-steps", flags->warmup_steps, "warmup steps");
   check->add_option("--steps,--total-steps", flags->steps, "training steps (as for train)")
       ->capture_default_str();
-  check->add_option("--model", flags->model, "model preset whose hidden size the autos use")
+  check
+      ->add_option(
+          "--model", flags->model,
+          "model (preset, HF model directory or config.json) whose hidden size the autos use")
       ->capture_default_str();
   check->add_option("--micro-batch", flags->micro_batch, "micro-batch size per worker");
   check->add_option("--grad-accum", flags->grad_accum, "gradient accumulation steps");

@@ -4,6 +4,7 @@
 #include <iostream>
 #include <memory>
 
+#include "checkpoint/hf/model_dir.h"
 #include "cli/commands.h"
 #include "model/registry.h"
 #include "tools/estimate.h"
@@ -34,8 +35,8 @@ StatusOr<int64_t> parse_count(const char* flag, const std::string& text, double 
 StatusOr<std::string> estimate_text(const EstimateFlags& f) {
   tools::EstimateRequest r;
   if (!f.model.empty()) {
-    ZT_ASSIGN_OR_RETURN(model::ModelSpec spec, model::model_spec(f.model));
-    ZT_ASSIGN_OR_RETURN(model::ParamLayout layout, spec.family->layout(spec.config));
+    ZT_ASSIGN_OR_RETURN(checkpoint::ResolvedModel m, checkpoint::resolve_model(f.model));
+    ZT_ASSIGN_OR_RETURN(model::ParamLayout layout, m.spec.family->layout(m.spec.config));
     r = tools::request_for_model(f.model, tools::model_counts(layout));
   } else {
     ZT_ASSIGN_OR_RETURN(int64_t n, parse_count("--params", f.params, 1));
@@ -63,7 +64,8 @@ Runner add_estimate(CLI::App& app) {
       "model-state memory per rank and per node for ZeRO stages 0-3 (zerotrain's "
       "accounting and DeepSpeed's estimator)");
   auto* params = cmd->add_option("--params", f->params, "parameter count (e.g. 7.5e9)");
-  auto* model = cmd->add_option("--model", f->model, "model preset (gpt2-tiny, gpt2, ...)");
+  auto* model = cmd->add_option(
+      "--model", f->model, "model preset (zerotrain models), HF model directory or config.json");
   params->excludes(model);
   cmd->add_option("--ranks", f->ranks, "ranks (GPUs) per node")->capture_default_str();
   cmd->add_option("--nodes", f->nodes, "nodes")->capture_default_str();

@@ -3,7 +3,6 @@
 
 #include <algorithm>
 #include <array>
-#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <string>
@@ -18,23 +17,12 @@
 namespace zerotrain::train {
 namespace {
 
-// --model names a path (not a preset) when it has a '/', ends in .json or
-// exists.
-bool is_model_path(const std::string& m) {
-  std::error_code ec;
-  return m.find('/') != std::string::npos || m.ends_with(".json") || std::filesystem::exists(m, ec);
-}
-
 StatusOr<model::ModelSpec> model_spec(const TrainOptions& o, std::string* weights) {
   if (o.model_config) return model::model_spec_from_config(*o.model_config);
-  if (!is_model_path(o.model)) return model::model_spec(o.model);
-  StatusOr<checkpoint::HfModelDir> dir = checkpoint::open_hf_model(o.model);
-  if (!dir.ok()) return dir.status().with_context("--model");
-  StatusOr<model::ModelSpec> spec = model::model_spec_from_config(dir->config);
-  if (!spec.ok()) return spec.status().with_context("--model " + o.model);
-  spec->name = o.model;
-  if (!dir->weight_files.empty()) *weights = o.model;
-  return spec;
+  StatusOr<checkpoint::ResolvedModel> r = checkpoint::resolve_model(o.model);
+  if (!r.ok()) return r.status().with_context("--model");
+  *weights = r->weights;
+  return r->spec;
 }
 
 config::TrainerArgs given_args(const TrainOptions& o, int world, int64_t hidden) {

@@ -83,6 +83,42 @@ TEST(ModelCost, StagesAgreeWithTheModelsFlopsAndParameterCounts) {
   }
 }
 
+// The same two formulas for the Llama family: the GEMMs are the q/k/v/o
+// projections, the three MLP matrices and the lm head over the padded
+// vocabulary; not GEMMs are the norms, the biases and (untied) the
+// embedding lookup.
+TEST(ModelCost, LlamaStagesAgreeWithTheFlopsAndParameterCounts) {
+  for (const std::string name : {"llama-tiny", "qwen2-tiny", "smollm-135m"}) {
+    auto spec = model::model_spec(name);
+    ASSERT_TRUE(spec.ok());
+    auto info = spec->family->info(spec->config);
+    ASSERT_TRUE(info.ok());
+    auto m = model::create_module(
+        *spec, {.max_batch = 1, .max_seq = 8, .own_parameters = false, .own_gradients = false});
+    ASSERT_TRUE(m.ok()) << m.status().to_string();
+    const nlohmann::json& c = spec->config;
+    const int64_t C = info->hidden_size, L = info->num_layers, V = info->vocab_size;
+    const int64_t Vp = (V + 63) / 64 * 64;
+    const int64_t KC =
+        C / c["num_attention_heads"].get<int64_t>() * c["num_key_value_heads"].get<int64_t>();
+    const bool tied = c["tie_word_embeddings"], biases = c["model_type"] == "qwen2";
+    const int64_t not_gemm = (tied ? 0 : V * C) + L * 2 * C + C + (biases ? L * (C + 2 * KC) : 0);
+    for (int64_t B : {1, 3})
+      for (int64_t T : {int64_t{1}, int64_t{64}}) {
+        const model::ModelCost cost = (*m)->cost(B, T);
+        ASSERT_EQ(static_cast<int>(cost.stages.size()), (*m)->num_groups());
+        int64_t macs = 0, params = 0;
+        for (const model::StageCost& s : cost.stages) {
+          macs += s.macs;
+          params += s.params;
+        }
+        EXPECT_EQ(params, info->parameters) << name;
+        EXPECT_EQ(6 * macs / (B * T), info->flops_per_token(T) - 6 * not_gemm + 6 * (Vp - V) * C)
+            << name << " B=" << B << " T=" << T;
+      }
+  }
+}
+
 std::string profile_config(const std::string& extra) {
   return R"({"train_micro_batch_size_per_gpu": 2, "gradient_accumulation_steps": 2,
     "optimizer": {"type": "AdamW", "params": {"lr": 1e-3}},

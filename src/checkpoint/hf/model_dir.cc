@@ -189,6 +189,21 @@ StatusOr<HfModelDir> open_hf_weights(const std::string& path) {
   return HfModelDir{.path = path, .config = {}, .weight_files = {path}};
 }
 
+StatusOr<ResolvedModel> resolve_model(const std::string& m) {
+  std::error_code ec;
+  const bool path = m.find('/') != std::string::npos || m.ends_with(".json") || fs::exists(m, ec);
+  if (!path) {
+    ZT_ASSIGN_OR_RETURN(model::ModelSpec spec, model::model_spec(m));
+    return ResolvedModel{.spec = std::move(spec), .weights = {}};
+  }
+  ZT_ASSIGN_OR_RETURN(HfModelDir dir, open_hf_model(m));
+  StatusOr<model::ModelSpec> spec = model::model_spec_from_config(dir.config);
+  if (!spec.ok()) return spec.status().with_context("model " + m);
+  spec->name = m;
+  return ResolvedModel{.spec = std::move(spec).value(),
+                       .weights = dir.weight_files.empty() ? std::string() : m};
+}
+
 Status load_hf_weights(const std::string& path, const model::ParamLayout& layout, float* out) {
   ZT_ASSIGN_OR_RETURN(HfModelDir dir, open_hf_weights(path));
   return load_hf_range(dir, layout, 0, layout.total_numel(), out);

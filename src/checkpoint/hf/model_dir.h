@@ -35,6 +35,7 @@
 #include "core/dtype.h"
 #include "core/status.h"
 #include "model/param_layout.h"
+#include "model/registry.h"
 
 namespace zerotrain::checkpoint {
 
@@ -60,6 +61,16 @@ Status load_hf_range(const HfModelDir& dir, const model::ParamLayout& layout, in
 // A safetensors file as a one-file HfModelDir (no config), or an HF model
 // directory (open_hf_model).
 StatusOr<HfModelDir> open_hf_weights(const std::string& path);
+
+// `--model` as every command takes it: a preset name, or a path (it has a
+// '/', ends in .json or exists) to an HF model directory or a config.json.
+// weights: the directory when it holds weights, else empty. Errors say
+// which the argument was taken for.
+struct ResolvedModel {
+  model::ModelSpec spec;
+  std::string weights;
+};
+StatusOr<ResolvedModel> resolve_model(const std::string& preset_or_path);
 
 // The whole layout into out (layout.total_numel() floats) from `path`: a
 // safetensors file, or an HF model directory's weights.

@@ -31,6 +31,17 @@ LlamaModel::Bf16Scratch LlamaModel::bf16_scratch(const LlamaConfig& cfg, int64_t
           .dout = std::max(BT * wide, head_rows * cfg.padded_vocab)};
 }
 
+Status LlamaModel::on_bf16_views(bool all) {
+  if (all) {
+    w16_ = {};  // every weight has its view
+  } else if (w16_.empty()) {
+    ZT_ASSIGN_OR_RETURN(
+        w16_, device().allocate(static_cast<size_t>(bf16_scratch(cfg_, 1, 1, 1).weight) * 2,
+                                device::MemoryCategory::kActivations, "bf16 weight scratch"));
+  }
+  return ok_status();
+}
+
 StatusOr<const BFloat16*> LlamaModel::rounded(const float* x, int64_t n,
                                               const device::Buffer& scratch) {
   ZT_CHECK(static_cast<size_t>(n) * 2 <= scratch.bytes(), "bf16 scratch too small: ", n);

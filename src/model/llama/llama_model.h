@@ -73,6 +73,7 @@ class LlamaModel : public Module {
   Status forward_stage(int stage) override;
   StatusOr<float> finish_forward() override;
   void begin_backward(float dloss) override { dloss_ = dloss; }
+  Status on_bf16_views(bool all) override;
   int64_t scratch_bytes() const override {
     return static_cast<int64_t>(w16_.bytes() + x16_.bytes() + d16_.bytes());
   }
