@@ -83,10 +83,9 @@ Status Run::init() {
   ZT_ASSIGN_OR_RETURN(CorpusSplits data, load_data(o_, s_.info));
   device::Device& device = device::default_device();
   if (o_.device_memory) device.set_capacity(*o_.device_memory);
-  // bf16: the GEMMs read bf16 operands too (the engine keeps the weights
-  // themselves bf16-rounded).
   // Stage 3 reads the initial weights a partition per rank (no whole-model
-  // buffer anywhere); below, every rank holds the model.
+  // buffer anywhere); below, every rank holds the model. bf16: the GEMMs
+  // read bf16 operands too (the engine keeps the weights bf16-rounded).
   const bool partitioned = s_.cfg.zero.stage == 3;
   const model::ModuleOptions mo{
       .max_batch = B,
