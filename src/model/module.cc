@@ -106,11 +106,18 @@ void Module::release_owned_buffers() {
 }
 
 Status Module::init_parameters(uint64_t seed) {
+  return load_parameters([this, seed](int64_t offset, int64_t count, float* out) {
+    init_range(seed, offset, offset + count, out);
+    return ok_status();
+  });
+}
+
+Status Module::load_parameters(const ReadFlatFn& read) {
   std::vector<float> host;
   for (const GroupInfo& gi : layout_.groups()) {
-    ZT_CHECK(param_base_[gi.index] != nullptr, "init_parameters: group ", gi.name, " unbound");
-    host.assign(static_cast<size_t>(gi.numel), 0.0f);
-    init_range(seed, gi.offset, gi.offset + gi.numel, host.data());
+    ZT_CHECK(param_base_[gi.index] != nullptr, "load_parameters: group ", gi.name, " unbound");
+    host.resize(static_cast<size_t>(gi.numel));
+    ZT_RETURN_IF_ERROR(read(gi.offset, gi.numel, host.data()));
     ZT_RETURN_IF_ERROR(
         device_->copy(param_base_[gi.index], host.data(), host.size() * sizeof(float)));
   }

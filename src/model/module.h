@@ -194,6 +194,10 @@ class Module {
   // Fills the bound parameters (every group) from seed: the family's
   // initialisation, group by group through host memory.
   Status init_parameters(uint64_t seed);
+  // Fills the bound parameters from `read`, a group at a time through one
+  // group-sized host buffer (never a second whole-model buffer); read's
+  // error is returned.
+  Status load_parameters(const ReadFlatFn& read);
   // The same initial values for flat elements [begin, end) only, into
   // host[0, end - begin): each element is a pure function of (seed, tensor,
   // index), so a ZeRO-3 rank fills just its partition.

@@ -27,6 +27,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -116,6 +117,12 @@ class ParamLayoutBuilder {
   ParamLayout layout_;
   bool open_ = false;
 };
+
+// A source of parameter values by flat range: fills out[0, count) (host
+// memory) with the flat parameters [offset, offset + count) of a layout.
+// What an export reads a checkpoint through, and what the initial weights
+// (a seeded init, an HF checkpoint) are read through.
+using ReadFlatFn = std::function<Status(int64_t offset, int64_t count, float* out)>;
 
 // HF conversion of one tensor: `ours` holds t.numel floats in our layout,
 // `hf` the product of t.hf_shape floats in HF's. to_hf transposes

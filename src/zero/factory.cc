@@ -4,7 +4,6 @@
 #include <algorithm>
 #include <string>
 #include <utility>
-#include <vector>
 
 #include "zero/options.h"
 #include "zero/stage0_strategy.h"
@@ -54,18 +53,10 @@ StatusOr<std::unique_ptr<ZeroStrategy>> make_strategy(const config::Config& conf
   StrategyOptions o =
       with_tensor_sized_zeros(strategy_options(config, state_count), *model, comm->world_size());
   if (initial_weights && stage < 3) {
-    // Every rank holds the whole model below stage 3: fill it here, a group
-    // at a time through host memory (no second whole-model buffer).
+    // Every rank holds the whole model below stage 3: fill it here.
     if (model->parameters() == nullptr)
       return invalid_argument("initial weights: stages 0-2 need the model's flat parameter buffer");
-    std::vector<float> host;
-    for (const model::GroupInfo& g : model->layout().groups()) {
-      host.resize(static_cast<size_t>(g.numel));
-      ZT_RETURN_IF_ERROR(initial_weights(g.offset, g.numel, host.data()));
-      ZT_RETURN_IF_ERROR(device::copy_from_host(
-          host.data(), Tensor(model->parameters() + g.offset, DType::kFloat32, host.size(),
-                              &model->device())));
-    }
+    ZT_RETURN_IF_ERROR(model->load_parameters(initial_weights));
   }
   o.initial_weights = initial_weights;
   switch (stage) {

@@ -10,10 +10,10 @@
 #pragma once
 
 #include <cstdint>
-#include <functional>
 #include <limits>
 
 #include "comm/types.h"
+#include "model/param_layout.h"
 #include "config/config.h"
 #include "core/dtype.h"
 #include "core/status.h"
@@ -21,9 +21,8 @@
 
 namespace zerotrain::zero {
 
-// Initial weights by flat range: fills out[0, count) (host memory) with the
-// parameters [offset, offset + count) of the model's layout.
-using InitialWeights = std::function<Status(int64_t offset, int64_t count, float* out)>;
+// Initial weights by flat range (model::ReadFlatFn).
+using InitialWeights = model::ReadFlatFn;
 
 struct StrategyOptions {
   DType dtype = DType::kFloat32;  // the model dtype (fp32, bf16, fp16)

@@ -26,8 +26,7 @@
 
 namespace zerotrain::checkpoint {
 
-// Fills out[0, count) with the flat parameters [offset, offset + count).
-using ReadFlatFn = std::function<Status(int64_t offset, int64_t count, float* out)>;
+using model::ReadFlatFn;
 
 // Writes `tensors` (of one layout) in this order to one safetensors file
 // under their names, in `dtype`, as write_hf_gpt2 does.
