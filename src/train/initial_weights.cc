@@ -21,16 +21,17 @@ StatusOr<InitialWeights> initial_weights(const std::string& path, const model::M
     return w;
   }
   ZT_ASSIGN_OR_RETURN(checkpoint::HfModelDir dir, checkpoint::open_hf_weights(path));
-  // Names and shapes checked on every rank now (an empty range reads nothing).
-  ZT_RETURN_IF_ERROR(checkpoint::load_hf_range(dir, model.layout(), 0, 0, nullptr));
+  // Opened, and names and shapes checked, once, on every rank now.
+  ZT_ASSIGN_OR_RETURN(checkpoint::HfWeights weights,
+                      checkpoint::HfWeights::open(dir, model.layout()));
   w.description =
       (dir.weight_files.size() == 1 && dir.weight_files.front() == path ? "safetensors file "
                                                                         : "HF model directory ") +
       path;
-  const model::ParamLayout* layout = &model.layout();
-  w.read = [dir, layout, counter](int64_t offset, int64_t count, float* out) {
+  auto shared = std::make_shared<checkpoint::HfWeights>(std::move(weights));
+  w.read = [shared, counter](int64_t offset, int64_t count, float* out) {
     *counter += count;
-    return checkpoint::load_hf_range(dir, *layout, offset, offset + count, out);
+    return shared->read(offset, offset + count, out);
   };
   return w;
 }

@@ -5,11 +5,9 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
-#include <memory>
 #include <set>
 #include <sstream>
 #include <string_view>
-#include <unordered_map>
 
 #include "checkpoint/safetensors.h"
 #include "checkpoint/safetensors_header.h"
@@ -47,75 +45,6 @@ int find_tensor(const model::ParamLayout& layout, std::string_view name) {
     if (StatusOr<int> i = layout.find(name.substr(kTransformer.size())); i.ok()) return *i;
   }
   return -1;
-}
-
-struct Located {
-  const SafetensorsFile* file = nullptr;
-  const SafetensorsTensor* tensor = nullptr;
-};
-
-// Every layout tensor's place in the files, checked as model_dir.h says.
-StatusOr<std::vector<Located>> locate(const std::vector<SafetensorsFile>& files,
-                                      const model::ParamLayout& layout) {
-  std::vector<Located> where(layout.tensors().size());
-  std::vector<std::string> unknown;
-  for (const SafetensorsFile& f : files) {
-    for (const SafetensorsTensor& t : f.tensors()) {
-      const int i = find_tensor(layout, t.name);
-      if (i < 0) {
-        if (!is_buffer(t.name) && t.name != "lm_head.weight")
-          unknown.push_back(f.path() + ": '" + t.name + "'");
-        continue;
-      }
-      Located& w = where[static_cast<size_t>(i)];
-      if (w.tensor != nullptr)
-        return invalid_argument("HF weights: tensor '" + layout.tensors()[i].name +
-                                "' appears twice ('" + w.tensor->name + "' in " + w.file->path() +
-                                " and '" + t.name + "' in " + f.path() + ")");
-      w = {&f, &t};
-    }
-  }
-  const std::string files_named = files.size() == 1
-                                      ? "HF file " + files.front().path()
-                                      : "HF weights (" + std::to_string(files.size()) + " files)";
-  for (size_t i = 0; i < where.size(); ++i) {
-    const model::TensorInfo& info = layout.tensors()[i];
-    if (where[i].tensor == nullptr)
-      return invalid_argument(files_named + " has no tensor '" + info.name + "' (expected shape " +
-                              shape_string(info.hf_shape) + ")");
-    if (where[i].tensor->shape != info.hf_shape)
-      return invalid_argument(files_named + ": tensor '" + info.name + "' has shape " +
-                              shape_string(where[i].tensor->shape) + ", expected " +
-                              shape_string(info.hf_shape) + " (a file for another model size?)");
-  }
-  if (!unknown.empty())
-    return invalid_argument(files_named + ": tensor " + unknown.front() +
-                            " is not a parameter of this " +
-                            std::to_string(layout.num_groups() - 2) + "-layer model (" +
-                            std::to_string(unknown.size()) + " unknown tensors in all)");
-  return where;
-}
-
-// Reads the part of tensor `info` inside flat [begin, end) into out.
-Status read_overlap(const Located& w, const model::TensorInfo& info, int64_t begin, int64_t end,
-                    float* out) {
-  const int64_t lo = std::max(begin, info.offset), hi = std::min(end, info.offset + info.numel);
-  if (lo >= hi) return ok_status();
-  float* dst = out + (lo - begin);
-  if (info.hf_transposed) {  // GPT-2's Conv1D: the whole tensor, transposed
-    std::vector<float> hf(static_cast<size_t>(model::hf_numel(info)));
-    std::vector<float> ours(static_cast<size_t>(info.numel));
-    ZT_RETURN_IF_ERROR(w.file->read_f32(*w.tensor, 0, model::hf_numel(info), hf.data()));
-    model::copy_from_hf(info, hf.data(), ours.data());
-    std::copy(ours.begin() + (lo - info.offset), ours.begin() + (hi - info.offset), dst);
-    return ok_status();
-  }
-  // Same row-major order; rows past HF's (a padded vocabulary) are zero.
-  const int64_t first = lo - info.offset, live = model::hf_numel(info);
-  const int64_t n = std::max<int64_t>(0, std::min(hi - info.offset, live) - first);
-  if (n > 0) ZT_RETURN_IF_ERROR(w.file->read_f32(*w.tensor, first, n, dst));
-  std::fill(dst + std::max<int64_t>(n, 0), dst + (hi - lo), 0.0f);
-  return ok_status();
 }
 
 std::string shard_name(int i, int n) {
@@ -164,23 +93,100 @@ StatusOr<HfModelDir> open_hf_model(const std::string& path) {
   return d;
 }
 
-Status load_hf_range(const HfModelDir& dir, const model::ParamLayout& layout, int64_t begin,
-                     int64_t end, float* out) {
-  ZT_CHECK(0 <= begin && begin <= end && end <= layout.total_numel(), "load range [", begin, ", ",
-           end, ") outside the layout");
+StatusOr<HfWeights> HfWeights::open(const HfModelDir& dir, const model::ParamLayout& layout) {
   if (dir.weight_files.empty())
     return invalid_argument("model " + dir.path + " has no weights (" + kSingle + " or " + kIndex +
                             ")");
-  std::vector<SafetensorsFile> files;
+  HfWeights w;
+  w.layout_ = &layout;
   for (const std::string& f : dir.weight_files) {
     ZT_ASSIGN_OR_RETURN(SafetensorsFile file, SafetensorsFile::open(f));
-    files.push_back(std::move(file));
+    w.files_.push_back(std::move(file));
   }
-  ZT_ASSIGN_OR_RETURN(std::vector<Located> where, locate(files, layout));
-  if (end > begin) std::fill(out, out + (end - begin), 0.0f);  // alignment gaps
-  for (size_t i = 0; i < where.size(); ++i)
-    ZT_RETURN_IF_ERROR(read_overlap(where[i], layout.tensors()[i], begin, end, out));
+  ZT_RETURN_IF_ERROR(w.locate());
+  return w;
+}
+
+// Every layout tensor's place in the files, checked as model_dir.h says.
+Status HfWeights::locate() {
+  const model::ParamLayout& layout = *layout_;
+  where_.assign(layout.tensors().size(), {});
+  std::vector<std::string> unknown;
+  for (size_t fi = 0; fi < files_.size(); ++fi) {
+    const SafetensorsFile& f = files_[fi];
+    for (const SafetensorsTensor& t : f.tensors()) {
+      const int i = find_tensor(layout, t.name);
+      if (i < 0) {
+        if (!is_buffer(t.name) && t.name != "lm_head.weight")
+          unknown.push_back(f.path() + ": '" + t.name + "'");
+        continue;
+      }
+      Located& w = where_[static_cast<size_t>(i)];
+      if (w.tensor != nullptr)
+        return invalid_argument("HF weights: tensor '" + layout.tensors()[i].name +
+                                "' appears twice ('" + w.tensor->name + "' in " +
+                                files_[w.file].path() + " and '" + t.name + "' in " + f.path() +
+                                ")");
+      w = {fi, &t};
+    }
+  }
+  const std::string files_named = files_.size() == 1
+                                      ? "HF file " + files_.front().path()
+                                      : "HF weights (" + std::to_string(files_.size()) + " files)";
+  for (size_t i = 0; i < where_.size(); ++i) {
+    const model::TensorInfo& info = layout.tensors()[i];
+    if (where_[i].tensor == nullptr)
+      return invalid_argument(files_named + " has no tensor '" + info.name + "' (expected shape " +
+                              shape_string(info.hf_shape) + ")");
+    if (where_[i].tensor->shape != info.hf_shape)
+      return invalid_argument(files_named + ": tensor '" + info.name + "' has shape " +
+                              shape_string(where_[i].tensor->shape) + ", expected " +
+                              shape_string(info.hf_shape) + " (a file for another model size?)");
+  }
+  if (!unknown.empty())
+    return invalid_argument(files_named + ": tensor " + unknown.front() +
+                            " is not a parameter of this " +
+                            std::to_string(layout.num_groups() - 2) + "-layer model (" +
+                            std::to_string(unknown.size()) + " unknown tensors in all)");
   return ok_status();
+}
+
+Status HfWeights::read(int64_t begin, int64_t end, float* out) const {
+  ZT_CHECK(0 <= begin && begin <= end && end <= layout_->total_numel(), "load range [", begin,
+           ", ", end, ") outside the layout");
+  std::fill(out, out + (end - begin), 0.0f);  // alignment gaps
+  for (size_t i = 0; i < where_.size(); ++i)
+    ZT_RETURN_IF_ERROR(read_overlap(where_[i], layout_->tensors()[i], begin, end, out));
+  return ok_status();
+}
+
+// Reads the part of tensor `info` inside flat [begin, end) into out.
+Status HfWeights::read_overlap(const Located& w, const model::TensorInfo& info, int64_t begin,
+                               int64_t end, float* out) const {
+  const int64_t lo = std::max(begin, info.offset), hi = std::min(end, info.offset + info.numel);
+  if (lo >= hi) return ok_status();
+  const SafetensorsFile& file = files_[w.file];
+  float* dst = out + (lo - begin);
+  if (info.hf_transposed) {  // GPT-2's Conv1D: the whole tensor, transposed
+    std::vector<float> hf(static_cast<size_t>(model::hf_numel(info)));
+    std::vector<float> ours(static_cast<size_t>(info.numel));
+    ZT_RETURN_IF_ERROR(file.read_f32(*w.tensor, 0, model::hf_numel(info), hf.data()));
+    model::copy_from_hf(info, hf.data(), ours.data());
+    std::copy(ours.begin() + (lo - info.offset), ours.begin() + (hi - info.offset), dst);
+    return ok_status();
+  }
+  // Same row-major order; rows past HF's (a padded vocabulary) are zero.
+  const int64_t first = lo - info.offset, live = model::hf_numel(info);
+  const int64_t n = std::max<int64_t>(0, std::min(hi - info.offset, live) - first);
+  if (n > 0) ZT_RETURN_IF_ERROR(file.read_f32(*w.tensor, first, n, dst));
+  std::fill(dst + n, dst + (hi - lo), 0.0f);
+  return ok_status();
+}
+
+Status load_hf_range(const HfModelDir& dir, const model::ParamLayout& layout, int64_t begin,
+                     int64_t end, float* out) {
+  ZT_ASSIGN_OR_RETURN(HfWeights w, HfWeights::open(dir, layout));
+  return w.read(begin, end, out);
 }
 
 StatusOr<HfModelDir> open_hf_weights(const std::string& path) {

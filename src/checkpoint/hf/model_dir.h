@@ -6,12 +6,13 @@
 //   DIR/config.json                          the family's config (model_type)
 //   DIR/model.safetensors                    one file, or
 //   DIR/model-00001-of-00003.safetensors     shards, with
-//   DIR/model.safetensors.index.json         {"metadata": {"total_size"}, "weight_map": {name:
-//   file}}
+//   DIR/model.safetensors.index.json         {"metadata": {"total_size"},
+//                                            "weight_map": {name: file}}
 //
 //   ZT_ASSIGN_OR_RETURN(HfModelDir d, open_hf_model("path/to/Llama-3.2-1B"));
 //   ZT_ASSIGN_OR_RETURN(ModelSpec spec, model::model_spec_from_config(d.config));
-//   ZT_RETURN_IF_ERROR(load_hf_range(d, layout, shard_begin, shard_end, shard));  // rank-sharded
+//   ZT_ASSIGN_OR_RETURN(HfWeights w, HfWeights::open(d, layout));
+//   ZT_RETURN_IF_ERROR(w.read(shard_begin, shard_end, shard));          // rank-sharded
 //   ZT_RETURN_IF_ERROR(write_hf_model(out_dir, config, layout, DType::kBFloat16, read_flat));
 //
 // Import reads only the tensors, and within a tensor only the elements,
@@ -32,6 +33,7 @@
 #include <vector>
 
 #include "checkpoint/hf/gpt2.h"
+#include "checkpoint/safetensors.h"
 #include "core/dtype.h"
 #include "core/status.h"
 #include "model/param_layout.h"
@@ -51,10 +53,34 @@ struct HfModelDir {
 // naming a shard that is not there, or both a single file and an index.
 StatusOr<HfModelDir> open_hf_model(const std::string& path);
 
-// Fills out[0, end - begin) with the flat parameters [begin, end) of
-// `layout` from the directory's weights (converted to fp32; padding rows
-// and alignment gaps zero). InvalidArgument as described above;
-// FailedPrecondition when the directory has no weights.
+// A directory's weights matched to `layout` once — its files opened, every
+// tensor found and checked as described above (InvalidArgument; also when
+// the directory has no weights) — then read by flat range as often as
+// needed (a ZeRO-3 rank's pieces) without opening anything again.
+// `layout` must outlive it; move-only.
+class HfWeights {
+ public:
+  static StatusOr<HfWeights> open(const HfModelDir& dir, const model::ParamLayout& layout);
+  // Fills out[0, end - begin) with the flat parameters [begin, end)
+  // (converted to fp32; padding rows and alignment gaps zero).
+  Status read(int64_t begin, int64_t end, float* out) const;
+
+ private:
+  struct Located {
+    size_t file = 0;                            // index into files_
+    const SafetensorsTensor* tensor = nullptr;  // in files_[file]
+  };
+  HfWeights() = default;
+  Status locate();
+  Status read_overlap(const Located& w, const model::TensorInfo& info, int64_t begin, int64_t end,
+                      float* out) const;
+
+  const model::ParamLayout* layout_ = nullptr;
+  std::vector<SafetensorsFile> files_;
+  std::vector<Located> where_;  // [layout tensors]
+};
+
+// HfWeights::open, then one read.
 Status load_hf_range(const HfModelDir& dir, const model::ParamLayout& layout, int64_t begin,
                      int64_t end, float* out);
 
