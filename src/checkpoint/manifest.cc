@@ -3,11 +3,9 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <filesystem>
-#include <fstream>
-#include <sstream>
 
 #include "core/crc32.h"
+#include "core/file_read.h"
 
 namespace zerotrain::checkpoint {
 namespace {
@@ -19,17 +17,6 @@ constexpr const char* kFormatName = "zerotrain-checkpoint";
 uint32_t text_crc(const json& j) {
   const std::string text = j.dump();
   return crc32(text.data(), text.size());
-}
-
-StatusOr<std::string> read_text(const std::string& path) {
-  std::error_code ec;
-  if (!std::filesystem::exists(path, ec)) return not_found(path + ": no such file");
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return io_error(path + ": cannot open");
-  std::ostringstream s;
-  s << in.rdbuf();
-  if (in.bad()) return io_error(path + ": read failed");
-  return s.str();
 }
 
 json ranges_json(const std::vector<Range>& ranges) {
@@ -187,13 +174,13 @@ StatusOr<Manifest> manifest_from_json(const std::string& text, const std::string
 
 StatusOr<Manifest> read_manifest(const std::string& tag_dir) {
   const std::string path = tag_dir + "/" + kManifestName;
-  ZT_ASSIGN_OR_RETURN(std::string text, read_text(path));
+  ZT_ASSIGN_OR_RETURN(std::string text, read_text_file(path));
   return manifest_from_json(text, path);
 }
 
 StatusOr<std::string> read_latest_tag(const std::string& dir) {
   const std::string path = dir + "/" + kLatestName;
-  ZT_ASSIGN_OR_RETURN(std::string text, read_text(path));
+  ZT_ASSIGN_OR_RETURN(std::string text, read_text_file(path));
   while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
   if (text.empty() || text.find('/') != std::string::npos || text.find('\n') != std::string::npos)
     return corruption(path + ": does not hold one checkpoint tag");

@@ -1,9 +1,12 @@
-// pread_exact: a pread loop over short reads and EINTR.
+// pread_exact: a pread loop over short reads and EINTR; read_text_file.
 #include "core/file_read.h"
 
 #include <unistd.h>
 
 #include <cerrno>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
 
 namespace zerotrain {
 
@@ -24,6 +27,17 @@ Status pread_exact(int fd, void* out, int64_t size, int64_t offset, const std::s
     offset += n;
   }
   return ok_status();
+}
+
+StatusOr<std::string> read_text_file(const std::string& path) {
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) return not_found(path + ": no such file");
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return io_error(path + ": cannot open");
+  std::ostringstream s;
+  s << in.rdbuf();
+  if (in.bad()) return io_error(path + ": read failed");
+  return s.str();
 }
 
 }  // namespace zerotrain

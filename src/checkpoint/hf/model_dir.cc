@@ -4,14 +4,13 @@
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <set>
-#include <sstream>
 #include <string_view>
 
 #include "checkpoint/safetensors.h"
 #include "checkpoint/safetensors_header.h"
 #include "core/atomic_file.h"
+#include "core/file_read.h"
 
 namespace zerotrain::checkpoint {
 namespace {
@@ -21,11 +20,8 @@ constexpr const char* kSingle = "model.safetensors";
 constexpr const char* kIndex = "model.safetensors.index.json";
 
 StatusOr<nlohmann::json> read_json(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return not_found(path + ": cannot open");
-  std::ostringstream s;
-  s << in.rdbuf();
-  nlohmann::json j = nlohmann::json::parse(s.str(), nullptr, /*allow_exceptions=*/false);
+  ZT_ASSIGN_OR_RETURN(std::string text, read_text_file(path));
+  nlohmann::json j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded()) return corruption(path + ": not valid JSON");
   return j;
 }
