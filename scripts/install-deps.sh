@@ -10,6 +10,7 @@ packages=(
   libomp-dev             # OpenMP runtime for compute threads
   nlohmann-json3-dev     # ds_config parsing
   libcli11-dev           # command line
+  libpcre2-dev libicu-dev  # tokenizers: Unicode pre-tokenizer patterns, normalization forms
   libprotobuf-dev protobuf-compiler  # TensorBoard event files
   openmpi-bin mpich      # tests: workers started by mpirun / mpiexec
   slurm-client           # tests: scontrol expands Slurm node lists (no daemon)
