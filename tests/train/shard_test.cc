@@ -7,6 +7,7 @@
 
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 
 #include "core/crc32.h"
 #include "train/test_util.h"
@@ -54,7 +55,7 @@ TEST(Shard, RoundTripsUint16WithDocumentedLayout) {
   const auto bytes = read_bytes(path);
   ASSERT_EQ(bytes.size(), 64u + 2 * tokens.size());
   EXPECT_EQ(std::memcmp(bytes.data(), "ZTTOKENS", 8), 0);
-  EXPECT_EQ(le32(bytes, 8), kShardVersion);
+  EXPECT_EQ(le32(bytes, 8), 1u) << "no mask, no blocks: version 1, as older readers read";
   EXPECT_EQ(le32(bytes, 12), 64u);
   EXPECT_EQ(le32(bytes, 16), 2u);
   EXPECT_EQ(le32(bytes, 20), 65536u);
@@ -185,9 +186,45 @@ TEST_F(DamagedShard, WrongMagicIsInvalidArgument) {
 }
 
 TEST_F(DamagedShard, WrongVersionIsInvalidArgumentNamingBothVersions) {
-  put_le32(&bytes_, 8, 2);
+  put_le32(&bytes_, 8, 3);
   reseal_header(&bytes_);
-  expect_refused(StatusCode::kInvalidArgument, "format version 2, this build reads version 1");
+  expect_refused(StatusCode::kInvalidArgument,
+                 "format version 3, this build reads versions 1 and 2");
+}
+
+// Version 2: flags (bit 0: a loss mask follows the tokens, one bit a token,
+// LSB first) at 40 and the block size at 44, by the documented layout.
+TEST(Shard, LossMaskRoundTripsWithDocumentedLayout) {
+  TempDir dir;
+  const std::string path = dir.file("m.bin");
+  const std::vector<uint32_t> tokens = {5, 6, 7, 8, 9, 10, 11, 12, 13, 14};
+  const std::vector<uint8_t> trained = {0, 1, 1, 0, 0, 0, 0, 1, 1, 0};
+  ASSERT_TRUE(
+      write_token_shard(path, tokens, 100, 0, {.trained = trained, .block_tokens = 5}).ok());
+  const auto bytes = read_bytes(path);
+  ASSERT_EQ(bytes.size(), 64u + 2 * 10 + 2);
+  EXPECT_EQ(le32(bytes, 8), 2u);
+  EXPECT_EQ(le32(bytes, 40), 1u);
+  EXPECT_EQ(le32(bytes, 44), 5u);
+  EXPECT_EQ(bytes[84], 0b10000110);  // tokens 1, 2, 7
+  EXPECT_EQ(bytes[85], 0b00000001);  // token 8
+  auto shard = TokenShard::open(path);
+  ASSERT_TRUE(shard.ok()) << shard.status().to_string();
+  EXPECT_TRUE(shard->header().has_loss_mask);
+  EXPECT_EQ(shard->header().block_tokens, 5u);
+  std::vector<uint8_t> got(7);
+  shard->copy_trained(2, 7, got.data());
+  EXPECT_EQ(got, std::vector<uint8_t>(trained.begin() + 2, trained.begin() + 9));
+  // Losing the mask's last byte is a truncation, named.
+  std::vector<unsigned char> cut(bytes.begin(), bytes.end() - 1);
+  std::ofstream(path, std::ios::binary)
+      .write(reinterpret_cast<const char*>(cut.data()), cut.size());
+  auto bad = TokenShard::open(path);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("truncated"), std::string::npos) << bad.status().message();
+  EXPECT_NE(bad.status().message().find("2-byte mask"), std::string::npos);
+  EXPECT_FALSE(
+      write_token_shard(path, tokens, 100, 0, {.trained = std::span(trained).first(3)}).ok());
 }
 
 TEST_F(DamagedShard, TokenOutsideVocabIsCorruptionEvenWithValidChecksums) {

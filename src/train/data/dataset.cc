@@ -17,7 +17,15 @@ StatusOr<TokenDataset> TokenDataset::open(const std::vector<std::string>& paths)
                               std::to_string(shard.header().vocab_size) + " but " +
                               ds.shards_.front().path() + " has " + std::to_string(ds.vocab_size_));
     }
+    if (!ds.shards_.empty() && shard.header().block_tokens != ds.block_tokens_) {
+      return invalid_argument("token dataset: " + path + " holds examples padded to " +
+                              std::to_string(shard.header().block_tokens) + " tokens but " +
+                              ds.shards_.front().path() + " to " +
+                              std::to_string(ds.block_tokens_) + " (0: packed)");
+    }
     ds.vocab_size_ = shard.header().vocab_size;
+    ds.block_tokens_ = shard.header().block_tokens;
+    ds.has_loss_mask_ = ds.has_loss_mask_ || shard.header().has_loss_mask;
     ds.shard_begin_.push_back(ds.size_);
     ds.size_ += shard.size();
     ds.shards_.push_back(std::move(shard));
@@ -45,7 +53,10 @@ StatusOr<TokenDataset> TokenDataset::open_split(const std::string& dir, std::str
   return open(paths);
 }
 
-TokenDataset TokenDataset::from_tokens(std::vector<uint32_t> tokens, uint32_t vocab_size) {
+TokenDataset TokenDataset::from_tokens(std::vector<uint32_t> tokens, uint32_t vocab_size,
+                                       std::vector<uint8_t> trained, uint32_t block_tokens) {
+  ZT_CHECK(trained.empty() || trained.size() == tokens.size(), "mask of ", trained.size(), " for ",
+           tokens.size(), " tokens");
   ZT_CHECK(vocab_size >= 1 && vocab_size <= 0x7FFFFFFFu, "vocab_size ", vocab_size);
   for (size_t i = 0; i < tokens.size(); ++i) {
     ZT_CHECK(tokens[i] < vocab_size, "token ", tokens[i], " at ", i, " >= vocab ", vocab_size);
@@ -54,7 +65,32 @@ TokenDataset TokenDataset::from_tokens(std::vector<uint32_t> tokens, uint32_t vo
   ds.size_ = tokens.size();
   ds.vocab_size_ = vocab_size;
   ds.memory_ = std::move(tokens);
+  ds.has_loss_mask_ = !trained.empty();
+  ds.memory_trained_ = std::move(trained);
+  ds.block_tokens_ = block_tokens;
   return ds;
+}
+
+void TokenDataset::copy_trained(uint64_t begin, uint64_t count, uint8_t* out) const {
+  ZT_CHECK(begin <= size_ && count <= size_ - begin, "copy_trained [", begin, ", +", count, ") of ",
+           size_);
+  if (shards_.empty()) {
+    for (uint64_t i = 0; i < count; ++i) {
+      out[i] = memory_trained_.empty() ? 1 : memory_trained_[begin + i];
+    }
+    return;
+  }
+  size_t s = static_cast<size_t>(std::upper_bound(shard_begin_.begin(), shard_begin_.end(), begin) -
+                                 shard_begin_.begin() - 1);
+  while (count > 0) {
+    const uint64_t local = begin - shard_begin_[s];
+    const uint64_t n = std::min(count, shards_[s].size() - local);
+    shards_[s].copy_trained(local, n, out);
+    out += n;
+    begin += n;
+    count -= n;
+    ++s;
+  }
 }
 
 void TokenDataset::copy(uint64_t begin, uint64_t count, int32_t* out) const {

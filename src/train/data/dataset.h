@@ -27,13 +27,21 @@ class TokenDataset {
   // Opens `dir`/<split>_*.bin in name order (train_000000.bin, ...).
   // NotFound naming the directory and pattern when there are none.
   static StatusOr<TokenDataset> open_split(const std::string& dir, std::string_view split);
-  // An in-memory dataset. REQUIRES: every token < vocab_size <= 2^31 - 1.
-  static TokenDataset from_tokens(std::vector<uint32_t> tokens, uint32_t vocab_size);
+  // An in-memory dataset. REQUIRES: every token < vocab_size <= 2^31 - 1;
+  // `trained` empty (every token trained) or one 0/1 a token.
+  static TokenDataset from_tokens(std::vector<uint32_t> tokens, uint32_t vocab_size,
+                                  std::vector<uint8_t> trained = {}, uint32_t block_tokens = 0);
 
   uint64_t size() const { return size_; }
   uint32_t vocab_size() const { return vocab_size_; }
   // out[i] = token at begin + i, i < count. REQUIRES: begin + count <= size().
   void copy(uint64_t begin, uint64_t count, int32_t* out) const;
+  // Some shard carries a loss mask (data tokenize of chat or prompt/completion
+  // records): copy_trained then says which tokens are trained targets.
+  bool has_loss_mask() const { return has_loss_mask_; }
+  void copy_trained(uint64_t begin, uint64_t count, uint8_t* out) const;
+  // The block size examples were padded to (0: packed); every shard agrees.
+  uint32_t block_tokens() const { return block_tokens_; }
 
  private:
   TokenDataset() = default;
@@ -41,6 +49,9 @@ class TokenDataset {
   std::vector<TokenShard> shards_;
   std::vector<uint64_t> shard_begin_;  // [shards_] global offset of each shard's first token
   std::vector<uint32_t> memory_;       // used when shards_ is empty
+  std::vector<uint8_t> memory_trained_;  // with memory_, when it has a mask
+  bool has_loss_mask_ = false;
+  uint32_t block_tokens_ = 0;
   uint64_t size_ = 0;
   uint32_t vocab_size_ = 0;
 };

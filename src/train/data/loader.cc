@@ -42,6 +42,12 @@ void TokenBatch::split(std::vector<int32_t>* inputs, std::vector<int32_t>* targe
     const int32_t* r = row(b);
     std::copy(r, r + seq_len, inputs->data() + b * seq_len);
     std::copy(r + 1, r + 1 + seq_len, targets->data() + b * seq_len);
+    if (trained.empty()) continue;
+    const uint8_t* m = trained.data() + b * (seq_len + 1) + 1;
+    int32_t* y = targets->data() + b * seq_len;
+    for (int64_t t = 0; t < seq_len; ++t) {
+      if (m[t] == 0) y[t] = -1;
+    }
   }
 }
 
@@ -71,6 +77,14 @@ StatusOr<DataLoader> DataLoader::create(std::shared_ptr<const TokenDataset> data
   if (o.rank < 0 || o.rank >= o.world_size) {
     return invalid_argument("data loader: rank " + std::to_string(o.rank) + " is outside [0, " +
                             std::to_string(o.world_size) + ")");
+  }
+  if (dataset->block_tokens() != 0 && dataset->block_tokens() != o.seq_len) {
+    return invalid_argument("data loader: the data holds examples padded to blocks of " +
+                            std::to_string(dataset->block_tokens()) +
+                            " tokens (`data tokenize --seq-len " +
+                            std::to_string(dataset->block_tokens()) + "`); train with seq_len " +
+                            std::to_string(dataset->block_tokens()) + ", not " +
+                            std::to_string(o.seq_len) + ", or re-tokenize (or use --pack)");
   }
   DataLoader l;
   l.options_ = o;
@@ -102,12 +116,18 @@ void DataLoader::next(TokenBatch* out) {
   out->seq_len = t;
   out->tokens.resize(static_cast<size_t>(b * (t + 1)));
   out->windows.resize(static_cast<size_t>(b));
+  const bool masked = dataset_->has_loss_mask();
+  out->trained.resize(masked ? static_cast<size_t>(b * (t + 1)) : 0);
   const uint64_t first = position_.window + static_cast<uint64_t>(options_.rank * b);
   for (int64_t j = 0; j < b; ++j) {
     const uint64_t w = order_[first + static_cast<uint64_t>(j)];
     out->windows[j] = w;
     dataset_->copy(w * static_cast<uint64_t>(t), static_cast<uint64_t>(t + 1),
                    out->tokens.data() + j * (t + 1));
+    if (masked) {
+      dataset_->copy_trained(w * static_cast<uint64_t>(t), static_cast<uint64_t>(t + 1),
+                             out->trained.data() + j * (t + 1));
+    }
   }
   position_.window += static_cast<uint64_t>(b * options_.world_size);
   if (position_.window >= steps_per_epoch() * global_batch_) start_epoch(position_.epoch + 1);

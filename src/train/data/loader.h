@@ -65,10 +65,12 @@ struct TokenBatch {
   int64_t batch = 0;              // B
   int64_t seq_len = 0;            // T
   std::vector<int32_t> tokens;    // [B, T+1] windows, row-major
+  std::vector<uint8_t> trained;   // [B, T+1] with a loss mask (else empty): 0 = not a target
   std::vector<uint64_t> windows;  // [B] window ids (window w starts at token w*T)
 
   const int32_t* row(int64_t b) const { return tokens.data() + b * (seq_len + 1); }
   // inputs[b, t] = row(b)[t], targets[b, t] = row(b)[t + 1]; both [B, T].
+  // A target the loss mask excludes is -1 (ignored by the loss).
   void split(std::vector<int32_t>* inputs, std::vector<int32_t>* targets) const;
 };
 
@@ -82,8 +84,9 @@ std::vector<uint64_t> epoch_order(uint64_t windows, uint64_t seed, uint64_t epoc
 class DataLoader {
  public:
   // InvalidArgument for non-positive sizes, a rank outside [0, world_size),
-  // or a dataset with fewer windows than one global batch (says how many
-  // tokens it has and needs).
+  // a dataset with fewer windows than one global batch (says how many
+  // tokens it has and needs), or one padded to blocks of another length
+  // than seq_len.
   static StatusOr<DataLoader> create(std::shared_ptr<const TokenDataset> dataset,
                                      const LoaderOptions& options);
 

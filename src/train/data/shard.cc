@@ -18,7 +18,9 @@ namespace {
 
 // Header field offsets (docs/data_format.md).
 constexpr size_t kOffVersion = 8, kOffHeaderBytes = 12, kOffTokenBytes = 16, kOffVocab = 20,
-                 kOffCount = 24, kOffPayloadCrc = 32, kOffHeaderCrc = 36;
+                 kOffCount = 24, kOffPayloadCrc = 32, kOffHeaderCrc = 36, kOffFlags = 40,
+                 kOffBlockTokens = 44;
+constexpr uint32_t kFlagLossMask = 1;
 // Ids reach the model as int32_t.
 constexpr uint32_t kMaxVocab = 0x7FFFFFFF;
 
@@ -70,9 +72,9 @@ StatusOr<ShardHeader> parse_header(const std::string& path, const unsigned char*
   }
   ShardHeader hd;
   hd.version = get_u32(h + kOffVersion);
-  if (hd.version != kShardVersion) {
+  if (hd.version != 1 && hd.version != kShardVersion) {
     return invalid_argument(where + "format version " + std::to_string(hd.version) +
-                            ", this build reads version " + std::to_string(kShardVersion) +
+                            ", this build reads versions 1 and " + std::to_string(kShardVersion) +
                             " (re-create it with `zerotrain data tokenize`)");
   }
   const uint32_t stored = get_u32(h + kOffHeaderCrc), computed = header_crc(h);
@@ -84,6 +86,12 @@ StatusOr<ShardHeader> parse_header(const std::string& path, const unsigned char*
   hd.vocab_size = get_u32(h + kOffVocab);
   hd.token_count = get_u64(h + kOffCount);
   hd.payload_crc32 = get_u32(h + kOffPayloadCrc);
+  const uint32_t flags = hd.version >= 2 ? get_u32(h + kOffFlags) : 0;
+  hd.has_loss_mask = (flags & kFlagLossMask) != 0;
+  hd.block_tokens = hd.version >= 2 ? get_u32(h + kOffBlockTokens) : 0;
+  if ((flags & ~kFlagLossMask) != 0) {
+    return corruption(where + "unknown flags " + hex32(flags) + " in the header");
+  }
   const uint32_t header_bytes = get_u32(h + kOffHeaderBytes);
   if (header_bytes != kShardHeaderBytes || (hd.token_bytes != 2 && hd.token_bytes != 4) ||
       hd.vocab_size == 0 || hd.vocab_size > kMaxVocab ||
@@ -93,12 +101,16 @@ StatusOr<ShardHeader> parse_header(const std::string& path, const unsigned char*
                       std::to_string(hd.vocab_size) + ")");
   }
   const uint64_t payload = file_bytes - kShardHeaderBytes;
-  if (hd.token_count > payload / hd.token_bytes || payload != hd.token_count * hd.token_bytes) {
-    const bool short_file = hd.token_count > payload / hd.token_bytes;
-    return corruption(where + (short_file ? "truncated" : "trailing bytes") + ": header says " +
-                      std::to_string(hd.token_count) + " tokens of " +
-                      std::to_string(hd.token_bytes) + " bytes, file has " +
-                      std::to_string(payload) + " payload bytes");
+  const uint64_t mask_bytes = hd.has_loss_mask ? (hd.token_count + 7) / 8 : 0;
+  if (hd.token_count > payload / hd.token_bytes ||
+      payload != hd.token_count * hd.token_bytes + mask_bytes) {
+    const bool short_file = hd.token_count > payload / hd.token_bytes ||
+                            payload < hd.token_count * hd.token_bytes + mask_bytes;
+    return corruption(
+        where + (short_file ? "truncated" : "trailing bytes") + ": header says " +
+        std::to_string(hd.token_count) + " tokens of " + std::to_string(hd.token_bytes) + " bytes" +
+        (hd.has_loss_mask ? " and a " + std::to_string(mask_bytes) + "-byte mask" : "") +
+        ", file has " + std::to_string(payload) + " payload bytes");
   }
   return hd;
 }
@@ -106,7 +118,11 @@ StatusOr<ShardHeader> parse_header(const std::string& path, const unsigned char*
 }  // namespace
 
 Status write_token_shard(const std::string& path, std::span<const uint32_t> tokens,
-                         uint32_t vocab_size, uint32_t token_bytes) {
+                         uint32_t vocab_size, uint32_t token_bytes, const ShardExtras& extras) {
+  if (!extras.trained.empty() && extras.trained.size() != tokens.size()) {
+    return invalid_argument("token shard " + path + ": " + std::to_string(extras.trained.size()) +
+                            " loss-mask entries for " + std::to_string(tokens.size()) + " tokens");
+  }
   if (vocab_size == 0 || vocab_size > kMaxVocab) {
     return invalid_argument("token shard " + path + ": vocab_size " + std::to_string(vocab_size) +
                             " is outside [1, 2^31 - 1]");
@@ -124,11 +140,25 @@ Status write_token_shard(const std::string& path, std::span<const uint32_t> toke
                               std::to_string(vocab_size));
     }
   }
-  std::vector<unsigned char> bytes(kShardHeaderBytes + tokens.size() * token_bytes, 0);
+  const bool mask = !extras.trained.empty();
+  const size_t token_payload = tokens.size() * token_bytes;
+  std::vector<unsigned char> bytes(
+      kShardHeaderBytes + token_payload + (mask ? (tokens.size() + 7) / 8 : 0), 0);
   unsigned char* h = bytes.data();
   encode_tokens(tokens, token_bytes, h + kShardHeaderBytes);
+  if (mask) {
+    unsigned char* m = h + kShardHeaderBytes + token_payload;
+    for (size_t i = 0; i < tokens.size(); ++i) {
+      if (extras.trained[i] != 0) m[i / 8] |= static_cast<unsigned char>(1u << (i % 8));
+    }
+  }
   std::memcpy(h, kShardMagic, sizeof(kShardMagic));
-  put_u32(h + kOffVersion, kShardVersion);
+  const bool v2 = mask || extras.block_tokens != 0;
+  put_u32(h + kOffVersion, v2 ? kShardVersion : 1);
+  if (v2) {
+    put_u32(h + kOffFlags, mask ? kFlagLossMask : 0);
+    put_u32(h + kOffBlockTokens, extras.block_tokens);
+  }
   put_u32(h + kOffHeaderBytes, kShardHeaderBytes);
   put_u32(h + kOffTokenBytes, token_bytes);
   put_u32(h + kOffVocab, vocab_size);
@@ -167,6 +197,9 @@ StatusOr<TokenShard> TokenShard::open(const std::string& path) {
   const auto* bytes = static_cast<const unsigned char*>(shard.map_);
   ZT_ASSIGN_OR_RETURN(shard.header_, parse_header(path, bytes, shard.map_bytes_));
   shard.payload_ = bytes + kShardHeaderBytes;
+  if (shard.header_.has_loss_mask) {
+    shard.mask_ = shard.payload_ + shard.header_.token_count * shard.header_.token_bytes;
+  }
   const uint64_t payload_bytes = shard.map_bytes_ - kShardHeaderBytes;
   const uint32_t computed = crc32(shard.payload_, payload_bytes);
   if (computed != shard.header_.payload_crc32) {
@@ -195,9 +228,11 @@ TokenShard& TokenShard::operator=(TokenShard&& other) noexcept {
     map_ = other.map_;
     map_bytes_ = other.map_bytes_;
     payload_ = other.payload_;
+    mask_ = other.mask_;
     other.map_ = nullptr;
     other.map_bytes_ = 0;
     other.payload_ = nullptr;
+    other.mask_ = nullptr;
   }
   return *this;
 }
@@ -224,6 +259,15 @@ void TokenShard::copy(uint64_t begin, uint64_t count, int32_t* out) const {
       out[i] = static_cast<int32_t>(uint32_t{p[2 * i]} | uint32_t{p[2 * i + 1]} << 8);
   } else {
     for (uint64_t i = 0; i < count; ++i) out[i] = static_cast<int32_t>(get_u32(p + 4 * i));
+  }
+}
+
+void TokenShard::copy_trained(uint64_t begin, uint64_t count, uint8_t* out) const {
+  ZT_CHECK(begin + count <= header_.token_count, "copy_trained [", begin, ", ", begin + count,
+           ") of ", header_.token_count);
+  for (uint64_t i = 0; i < count; ++i) {
+    const uint64_t k = begin + i;
+    out[i] = mask_ == nullptr ? 1 : static_cast<uint8_t>((mask_[k / 8] >> (k % 8)) & 1u);
   }
 }
 

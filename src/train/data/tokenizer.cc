@@ -69,11 +69,14 @@ Status check_output_dir(const std::string& dir) {
 }
 
 Status write_split(std::span<const uint32_t> tokens, uint32_t vocab, const std::string& dir,
-                   const char* split, uint64_t shard_tokens, TokenizeSummary* summary) {
+                   const char* split, uint64_t shard_tokens, TokenizeSummary* summary,
+                   std::span<const uint8_t> trained = {}, uint32_t block_tokens = 0) {
   for (uint64_t i = 0, begin = 0; begin < tokens.size(); ++i, begin += shard_tokens) {
     const uint64_t n = std::min<uint64_t>(shard_tokens, tokens.size() - begin);
     const std::string path = shard_name(dir, split, i);
-    ZT_RETURN_IF_ERROR(write_token_shard(path, tokens.subspan(begin, n), vocab));
+    const ShardExtras extras{.trained = trained.empty() ? trained : trained.subspan(begin, n),
+                             .block_tokens = block_tokens};
+    ZT_RETURN_IF_ERROR(write_token_shard(path, tokens.subspan(begin, n), vocab, 0, extras));
     summary->files.push_back(path);
   }
   return ok_status();
@@ -124,6 +127,23 @@ Status write_token_splits(std::span<const uint32_t> tokens, uint32_t vocab_size,
   ZT_RETURN_IF_ERROR(
       write_split(tokens.first(train), vocab_size, output_dir, "train", shard_tokens, s));
   return write_split(tokens.subspan(train), vocab_size, output_dir, "val", shard_tokens, s);
+}
+
+Status write_split_tokens(const SplitTokens& train, const SplitTokens& val, uint32_t vocab_size,
+                          const std::string& output_dir, uint64_t shard_tokens,
+                          uint32_t block_tokens, TokenizeSummary* summary) {
+  if (shard_tokens == 0) return invalid_argument("tokenize: shard_tokens must be >= 1");
+  if (train.tokens.empty()) return invalid_argument("tokenize: no tokens for the train split");
+  ZT_RETURN_IF_ERROR(check_output_dir(output_dir));
+  TokenizeSummary local;
+  TokenizeSummary* s = summary != nullptr ? summary : &local;
+  s->train_tokens = train.tokens.size();
+  s->val_tokens = val.tokens.size();
+  s->files.clear();
+  ZT_RETURN_IF_ERROR(write_split(train.tokens, vocab_size, output_dir, "train", shard_tokens, s,
+                                 train.trained, block_tokens));
+  return write_split(val.tokens, vocab_size, output_dir, "val", shard_tokens, s, val.trained,
+                     block_tokens);
 }
 
 Status tokenize_text_file(const std::string& input_path, const std::string& output_dir,

