@@ -191,6 +191,14 @@ class Ops {
   virtual Status attention_backward_lse(float* dqkv, const float* dout, const float* qkv,
                                         const float* lse, int64_t B, int64_t T, int64_t C,
                                         int64_t NH) const = 0;
+  // Generation with a KV cache: n new tokens a row at positions
+  // [pos, pos+n), packed qkv [B,n,3·NH·HD]; their keys and values go into
+  // k_cache / v_cache [B,NKV,Tmax,HD], then each attends causally over the
+  // cache (device/cpu/kernels/attention_decode.h). InvalidArgument when
+  // pos + n > Tmax or NKV does not divide NH.
+  virtual Status attention_decode(float* out, const float* qkv, float* k_cache, float* v_cache,
+                                  int64_t B, int64_t n, int64_t pos, int64_t Tmax, int64_t NH,
+                                  int64_t NKV, int64_t HD) const = 0;
   // bf16 forms (autocast's rounding points); exactly one of att, lse is
   // non-null; dqkv is overwritten.
   virtual Status attention_forward_bf16(BFloat16* out, float* att, float* lse, const BFloat16* qkv,

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "device/device.h"
+#include "model/decoder.h"
 
 namespace zerotrain::model {
 
@@ -44,6 +45,10 @@ float Module::mean_loss(std::span<const float> losses, std::span<const int32_t> 
     if (targets[i] >= 0) sum += losses[i];
   }
   return valid > 0 ? static_cast<float>(sum / static_cast<double>(valid)) : 0.0f;
+}
+
+StatusOr<std::unique_ptr<Decoder>> Module::make_decoder(int64_t batch, int64_t max_seq) const {
+  return invalid_argument("model family " + std::string(family()) + " has no generation decoder");
 }
 
 Status Module::allocate(int64_t activation_floats) {

@@ -73,6 +73,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <span>
 #include <string>
@@ -148,6 +149,8 @@ struct MemoryStats {
   int64_t activation_bytes = 0;  // saved activations + scratch, for max B, T
   int64_t layout_bytes = 0;      // bytes of one full flat buffer (layout().total_bytes())
 };
+
+class Decoder;
 
 class Module {
  public:
@@ -237,6 +240,12 @@ class Module {
   // checkpointing; DeepSpeed's checkpointing profile).
   int64_t recomputed_stages() const { return recomputed_stages_; }
   double recompute_seconds() const { return recompute_seconds_; }
+
+  // Generation (model/decoder.h): a KV-cached decoder over the bound fp32
+  // parameters for `batch` rows of up to `max_seq` positions; the model must
+  // outlive it. InvalidArgument for a family without one, max_seq beyond
+  // the family's positions, or unbound parameters.
+  virtual StatusOr<std::unique_ptr<Decoder>> make_decoder(int64_t batch, int64_t max_seq) const;
 
   // Per-token losses of the last forward (host memory, B·T of them).
   std::span<const float> losses() const { return losses_; }

@@ -248,6 +248,19 @@ Status CpuOps::attention_backward(float* dqkv, const float* dout, const float* q
   return cpu::attention_backward(dqkv, dout, qkv, att, B, T, C, NH);
 }
 
+Status CpuOps::attention_decode(float* out, const float* qkv, float* k_cache, float* v_cache,
+                                int64_t B, int64_t n, int64_t pos, int64_t Tmax, int64_t NH,
+                                int64_t NKV, int64_t HD) const {
+  if (pos < 0 || n < 1 || pos + n > Tmax || NKV < 1 || NH % NKV != 0) {
+    return invalid_argument("attention_decode: positions [" + std::to_string(pos) + ", " +
+                            std::to_string(pos + n) + ") in a cache of " + std::to_string(Tmax) +
+                            ", " + std::to_string(NH) + " heads over " + std::to_string(NKV) +
+                            " key/value heads");
+  }
+  cpu::attention_decode(out, qkv, k_cache, v_cache, B, n, pos, Tmax, NH, NKV, HD);
+  return ok_status();
+}
+
 Status CpuOps::attention_forward_lse(float* out, float* lse, const float* qkv, int64_t B, int64_t T,
                                      int64_t C, int64_t NH) const {
   return cpu::attention_forward_lse(out, lse, qkv, B, T, C, NH);

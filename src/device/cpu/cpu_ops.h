@@ -88,6 +88,9 @@ class CpuOps : public Ops {
                            int64_t C, int64_t NH) const override;
   Status attention_backward(float* dqkv, const float* dout, const float* qkv, const float* att,
                             int64_t B, int64_t T, int64_t C, int64_t NH) const override;
+  Status attention_decode(float* out, const float* qkv, float* k_cache, float* v_cache, int64_t B,
+                          int64_t n, int64_t pos, int64_t Tmax, int64_t NH, int64_t NKV,
+                          int64_t HD) const override;
   Status attention_forward_lse(float* out, float* lse, const float* qkv, int64_t B, int64_t T,
                                int64_t C, int64_t NH) const override;
   Status attention_backward_lse(float* dqkv, const float* dout, const float* qkv, const float* lse,

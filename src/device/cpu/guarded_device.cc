@@ -180,6 +180,12 @@ class GuardedOps : public Ops {
                             int64_t B, int64_t T, int64_t C, int64_t NH) const override {
     return inner_.attention_backward(u(dqkv), u(dout), u(qkv), u(att), B, T, C, NH);
   }
+  Status attention_decode(float* out, const float* qkv, float* k_cache, float* v_cache, int64_t B,
+                          int64_t n, int64_t pos, int64_t Tmax, int64_t NH, int64_t NKV,
+                          int64_t HD) const override {
+    return inner_.attention_decode(u(out), u(qkv), u(k_cache), u(v_cache), B, n, pos, Tmax, NH, NKV,
+                                   HD);
+  }
   Status attention_forward_lse(float* out, float* lse, const float* qkv, int64_t B, int64_t T,
                                int64_t C, int64_t NH) const override {
     return inner_.attention_forward_lse(u(out), u(lse), u(qkv), B, T, C, NH);

@@ -41,6 +41,8 @@
 
 namespace zerotrain::model::gpt2 {
 
+class GptDecoder;
+
 using GptModelOptions = ModuleOptions;
 
 class GptModel : public Module {
@@ -58,6 +60,7 @@ class GptModel : public Module {
   ModelCost cost(int64_t B, int64_t T) const override;
   void init_range(uint64_t seed, int64_t begin, int64_t end, float* host) const override;
   bool checkpointable_stage(int s) const override { return s > 0 && s < num_groups() - 1; }
+  StatusOr<std::unique_ptr<Decoder>> make_decoder(int64_t batch, int64_t max_seq) const override;
 
   // [B,T,Vp] of the last forward, in device memory (full_logits only; else
   // the last chunk's rows, on the fp32 path overwritten by their dlogits
@@ -82,6 +85,7 @@ class GptModel : public Module {
   Status on_bf16_views(bool all) override;
 
  private:
+  friend class GptDecoder;  // reads the parameters by tensor
   GptModel(const GptConfig& cfg, const ModuleOptions& options);
   Status allocate_scratch();
   // Per-stage compute (gpt_forward.cc, gpt_backward.cc).

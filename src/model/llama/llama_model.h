@@ -43,6 +43,8 @@
 
 namespace zerotrain::model::llama {
 
+class LlamaDecoder;
+
 class LlamaModel : public Module {
  public:
   // InvalidArgument for an invalid config or options; ResourceExhausted if
@@ -58,6 +60,7 @@ class LlamaModel : public Module {
   ModelCost cost(int64_t B, int64_t T) const override;
   void init_range(uint64_t seed, int64_t begin, int64_t end, float* host) const override;
   bool checkpointable_stage(int s) const override { return s > 0 && s < num_groups() - 1; }
+  StatusOr<std::unique_ptr<Decoder>> make_decoder(int64_t batch, int64_t max_seq) const override;
 
   // [B,T,Vp] of the last forward in device memory (full_logits; else the
   // last chunk's rows, overwritten by their dlogits when for_backward).
@@ -80,6 +83,7 @@ class LlamaModel : public Module {
   Status backward_stage(int stage) override;
 
  private:
+  friend class LlamaDecoder;  // reads the parameters by tensor
   LlamaModel(const LlamaConfig& cfg, const ModuleOptions& options);
   // Per-stage compute (llama_stages.cc).
   Status forward_embed();

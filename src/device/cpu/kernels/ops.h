@@ -17,6 +17,7 @@
 #include "core/half.h"
 #include "device/cpu/convert.h"
 #include "device/cpu/kernels/attention.h"
+#include "device/cpu/kernels/attention_decode.h"
 #include "device/cpu/kernels/crossentropy.h"
 #include "device/cpu/kernels/encoder.h"
 #include "device/cpu/kernels/gelu.h"

@@ -1,0 +1,61 @@
+// KV-cached attention for generation (see attention_decode.h).
+#include "device/cpu/kernels/attention_decode.h"
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+namespace zerotrain::device::cpu {
+
+void attention_decode(float* out, const float* qkv, float* k_cache, float* v_cache, int64_t B,
+                      int64_t n, int64_t pos, int64_t Tmax, int64_t NH, int64_t NKV, int64_t HD) {
+  const int64_t C = NH * HD, group = NH / NKV;
+  // Store the new keys and values (one of each repeated group).
+#pragma omp parallel for collapse(2) schedule(static)
+  for (int64_t b = 0; b < B; ++b) {
+    for (int64_t i = 0; i < n; ++i) {
+      const float* row = qkv + (b * n + i) * 3 * C;
+      for (int64_t g = 0; g < NKV; ++g) {
+        const int64_t at = ((b * NKV + g) * Tmax + pos + i) * HD;
+        std::copy_n(row + C + g * group * HD, HD, k_cache + at);
+        std::copy_n(row + 2 * C + g * group * HD, HD, v_cache + at);
+      }
+    }
+  }
+  const float scale = 1.0f / std::sqrt(static_cast<float>(HD));
+#pragma omp parallel
+  {
+    std::vector<float> w(static_cast<size_t>(pos + n));
+#pragma omp for collapse(3) schedule(static)
+    for (int64_t b = 0; b < B; ++b) {
+      for (int64_t h = 0; h < NH; ++h) {
+        for (int64_t i = 0; i < n; ++i) {
+          const float* q = qkv + (b * n + i) * 3 * C + h * HD;
+          const int64_t g = h / group, last = pos + i;
+          const float* k = k_cache + (b * NKV + g) * Tmax * HD;
+          const float* v = v_cache + (b * NKV + g) * Tmax * HD;
+          float max = -INFINITY;
+          for (int64_t t = 0; t <= last; ++t) {
+            float dot = 0.0f;
+            for (int64_t d = 0; d < HD; ++d) dot += q[d] * k[t * HD + d];
+            w[t] = dot * scale;
+            max = std::max(max, w[t]);
+          }
+          float sum = 0.0f;
+          for (int64_t t = 0; t <= last; ++t) {
+            w[t] = std::exp(w[t] - max);
+            sum += w[t];
+          }
+          float* y = out + (b * n + i) * C + h * HD;
+          std::fill_n(y, HD, 0.0f);
+          for (int64_t t = 0; t <= last; ++t) {
+            const float p = w[t] / sum;
+            for (int64_t d = 0; d < HD; ++d) y[d] += p * v[t * HD + d];
+          }
+        }
+      }
+    }
+  }
+}
+
+}  // namespace zerotrain::device::cpu

@@ -1,0 +1,27 @@
+// Attention for generation with a KV cache: n new tokens per row at
+// positions [pos, pos + n) attend to the cached keys and values of every
+// earlier position and to each other causally. The new tokens' projections
+// come packed as the training attention takes them, qkv [B,n,3C] with
+// C = NH·HD (the Llama family's rope_pack_qkv repeats each of its NKV
+// key/value heads NH/NKV times); their keys and values are first written
+// into the cache, which keeps NKV heads: k_cache, v_cache [B,NKV,Tmax,HD].
+// Then out[b,i,h] = softmax(q·kᵀ/√HD over positions ≤ pos+i)·v, per head h
+// reading cache head h / (NH/NKV). Sums run in float in position order.
+//
+//   attention_decode(y, qkv, kc, vc, B, 1, pos, Tmax, NH, NKV, HD);  // one token
+//
+// Threads: OpenMP over (b, h, i). Thread-safety: no shared state.
+#pragma once
+
+#include <cstdint>
+
+namespace zerotrain::device::cpu {
+
+void attention_decode(float* out,        // [B,n,NH·HD]
+                      const float* qkv,  // [B,n,3·NH·HD]
+                      float* k_cache,    // [B,NKV,Tmax,HD], positions [pos, pos+n) written
+                      float* v_cache,    // [B,NKV,Tmax,HD]
+                      int64_t B, int64_t n, int64_t pos, int64_t Tmax, int64_t NH, int64_t NKV,
+                      int64_t HD);
+
+}  // namespace zerotrain::device::cpu

@@ -1,0 +1,60 @@
+// Generation with a KV cache: a model's incremental forward. Each step
+// feeds a row's next tokens at the current position; the keys and values
+// of every position stay cached per layer, so a new token costs one
+// token's projections plus one pass over the cache, not a forward over
+// the whole sequence. The family builds it (Module::make_decoder) over its
+// bound fp32 parameters, which it reads and never writes.
+//
+//   ZT_ASSIGN_OR_RETURN(auto dec, module->make_decoder(/*batch=*/1, /*max_seq=*/1024));
+//   std::vector<float> logits;                       // [B, V] after each step
+//   ZT_RETURN_IF_ERROR(dec->step(prompt.data(), prompt.size(), &logits));
+//   ZT_RETURN_IF_ERROR(dec->step(&next, 1, &logits));
+//
+// Thread-safety: one decoder per thread; several may share a model.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "core/status.h"
+#include "device/device.h"
+
+namespace zerotrain::model {
+
+class Decoder {
+ public:
+  virtual ~Decoder() = default;
+  Decoder(const Decoder&) = delete;
+  Decoder& operator=(const Decoder&) = delete;
+
+  int64_t batch() const { return B_; }
+  int64_t max_seq() const { return Tmax_; }
+  // Tokens fed so far a row (the next token's position).
+  int64_t position() const { return position_; }
+  // Forgets the cache: the next step starts a new sequence.
+  void reset() { position_ = 0; }
+
+  // Feeds tokens [B, n] (host, row-major) at position() and writes every
+  // row's logits for the token after its last new one into `logits` [B, V]
+  // (host). InvalidArgument past max_seq() or for a token outside [0, V).
+  Status step(const int32_t* tokens, int64_t n, std::vector<float>* logits);
+
+ protected:
+  // max_chunk: the most tokens a row the family's scratch takes per
+  // forward (longer steps are cut into chunks).
+  Decoder(device::Device& device, int64_t B, int64_t Tmax, int64_t max_chunk, int64_t V,
+          int64_t Vp);
+  // Allocates the token and logits buffers; the family calls it.
+  Status allocate_io();
+  // The family's forward of tokens_ [B, n] (device) at `pos`, n <=
+  // max_chunk: caches their keys and values and leaves each row's last
+  // logits [B, Vp] in logits_.
+  virtual Status forward(int64_t n, int64_t pos) = 0;
+
+  device::Device& device_;
+  device::Buffer tokens_, logits_;
+  int64_t B_, Tmax_, max_chunk_, V_, Vp_;
+  int64_t position_ = 0;
+};
+
+}  // namespace zerotrain::model
