@@ -30,6 +30,8 @@ Runner add_train_command(CLI::App& app);
 Runner add_data_command(CLI::App& app);
 Runner add_checkpoint_command(CLI::App& app);  // export, show
 Runner add_models_command(CLI::App& app);
+Runner add_generate_command(CLI::App& app);
+Runner add_eval_command(CLI::App& app);
 Runner add_tools_commands(CLI::App& app);  // estimate, gpus, holders
 
 }  // namespace zerotrain::cli

@@ -34,6 +34,8 @@ int main(int argc, char** argv) {
   add(&zerotrain::cli::add_checkpoint_command);
   add(&zerotrain::cli::add_tools_commands);
   add(&zerotrain::cli::add_models_command);
+  add(&zerotrain::cli::add_generate_command);
+  add(&zerotrain::cli::add_eval_command);
 
   // `zerotrain run [flags] -- PROG ARGS`: CLI11 hands what follows `--` to the
   // top-level app, which rejects it. Swap the first `--` after `run` for a

@@ -14,6 +14,8 @@ with plain tensors, without `transformers`; run it with Debian's torch:
     /usr/bin/python3 tests/model/llama/llama_reference.py train --model DIR --data DATA.i32 \\
         --batch B --seq T --steps N --lr LR --beta1 B1 --beta2 B2 --eps E \\
         --weight-decay WD [--dtype float32|float64]
+    /usr/bin/python3 tests/model/llama/llama_reference.py generate --model DIR \
+        --prompt 1,2,3 --new N [--dtype float64|float32]
     /usr/bin/python3 tests/model/llama/llama_reference.py selfcheck   # finite differences etc.
 
 make: random weights, deterministic from --seed (one torch.Generator, tensors
@@ -34,6 +36,9 @@ run: loads DIR (single or sharded; F32/F16/BF16/F64 converted to --dtype),
   for every parameter (tied embeddings: one summed "grad.model.embed_tokens.weight",
   no lm_head grad), F64 for --dtype float64 else F32 (--out-dtype overrides).
   Prints {"loss": x}.
+generate: greedy decoding without a cache: N times, the whole sequence's
+  forward, then torch.argmax of the last position's logits appended (the
+  first largest on ties). Prints {"tokens": [the N new ids]}.
 train: raw int32 tokens; step s takes the B*T+1 tokens starting at
   (s*B*T) mod (len - B*T - 1); row b's inputs are w[b*T : b*T+T] and its
   targets w[b*T+1 : b*T+T+1]. torch.optim.AdamW on every parameter (one group,
@@ -569,6 +574,20 @@ def cmd_run(a):
     print(json.dumps({"loss": float(loss)}))
 
 
+def cmd_generate(a):
+    _, cfg, P = load_model(a.model, DTYPES[a.dtype])
+    seq = [int(t) for t in a.prompt.split(",")]
+    check_ids(cfg, torch.tensor(seq), torch.tensor([0]))
+    out = []
+    with torch.no_grad():
+        for _ in range(a.new):
+            logits = forward(cfg, P, torch.tensor([seq]))
+            nxt = int(torch.argmax(logits[0, -1]))
+            seq.append(nxt)
+            out.append(nxt)
+    print(json.dumps({"tokens": out}))
+
+
 def train_batch(data, s, B, T):
     """Step s's (inputs, targets), each [B, T]; see the module docstring."""
     n = B * T
@@ -781,6 +800,11 @@ def parse_args(argv):
     t.add_argument("--dtype", choices=("float32", "float64"), default="float32")
     t.add_argument("--threads", type=int, default=0,
                    help="torch.set_num_threads (0: torch's default)")
+    g = sub.add_parser("generate", help="greedy tokens, recomputed without a cache")
+    g.add_argument("--model", required=True)
+    g.add_argument("--prompt", required=True, help="comma-separated token ids")
+    g.add_argument("--new", type=int, required=True, help="tokens to generate")
+    g.add_argument("--dtype", choices=("float64", "float32"), default="float64")
     sub.add_parser("selfcheck", help="finite differences, sharding and float32 checks")
     a = p.parse_args(argv)
     for k in ("batch", "seq", "steps"):
@@ -791,7 +815,8 @@ def parse_args(argv):
 
 def main(argv):
     a = parse_args(argv)
-    {"make": cmd_make, "run": cmd_run, "train": cmd_train, "selfcheck": cmd_selfcheck}[a.cmd](a)
+    {"make": cmd_make, "run": cmd_run, "train": cmd_train, "generate": cmd_generate,
+     "selfcheck": cmd_selfcheck}[a.cmd](a)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,150 @@
+// `zerotrain generate --model PATH (--prompt TEXT | --prompt-ids IDS)`: text
+// from a checkpoint, an HF model directory or a safetensors file, with a KV
+// cache, greedy or sampled, streamed through the tokenizer's decoder as it
+// comes; --json prints the ids and per-token times instead.
+#include <cstdio>
+#include <iostream>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "cli/commands.h"
+#include "model/decoder.h"
+#include "train/evaluate.h"
+#include "train/generation.h"
+#include "train/text_codec.h"
+
+namespace zerotrain::cli {
+namespace {
+
+struct GenerateFlags {
+  std::string model, tokenizer, prompt, prompt_ids;
+  int64_t max_new_tokens = 64, max_seq = 0;
+  double temperature = 1.0, top_p = 1.0;
+  int64_t top_k = 0;
+  uint64_t seed = 0;
+  bool greedy = false, json = false, ignore_eos = false, no_special = false;
+};
+
+int fail(const Status& s) {
+  std::cerr << "zerotrain generate: " << s.to_string() << "\n";
+  return s.code() == StatusCode::kIoError ? 1 : 2;
+}
+
+StatusOr<std::vector<int32_t>> parse_ids(const std::string& text) {
+  std::vector<int32_t> ids;
+  std::stringstream in(text);
+  for (std::string item; std::getline(in, item, ',');) {
+    try {
+      size_t used = 0;
+      ids.push_back(std::stoi(item, &used));
+      if (used != item.size()) throw std::invalid_argument(item);
+    } catch (const std::exception&) {
+      return invalid_argument("--prompt-ids: \"" + item + "\" is not an integer");
+    }
+  }
+  return ids;
+}
+
+int run_generate(const GenerateFlags& f) {
+  if (f.prompt.empty() == f.prompt_ids.empty()) {
+    return fail(invalid_argument("give exactly one of --prompt and --prompt-ids"));
+  }
+  auto m = train::load_inference_model(f.model, 1, 1);
+  if (!m.ok()) return fail(m.status());
+  auto info = m->spec.family->info(m->spec.config);
+  if (!info.ok()) return fail(info.status());
+  auto codec = train::TextCodec::resolve(f.tokenizer, m->source_dir, info->vocab_size);
+  if (!codec.ok()) return fail(codec.status());
+  StatusOr<std::vector<int32_t>> prompt =
+      f.prompt.empty() ? parse_ids(f.prompt_ids) : codec->encode(f.prompt, !f.no_special);
+  if (!prompt.ok()) return fail(prompt.status());
+  // Positions: the prompt and the new tokens, unless --max-seq says more.
+  const int64_t need = static_cast<int64_t>(prompt->size()) + f.max_new_tokens;
+  const int64_t max_seq = f.max_seq > 0 ? f.max_seq : std::min(need, info->max_seq);
+  auto dec = m->module->make_decoder(1, max_seq);
+  if (!dec.ok()) return fail(dec.status());
+  train::GenerateOptions o{.max_new_tokens = f.max_new_tokens,
+                           .greedy = f.greedy,
+                           .temperature = f.temperature,
+                           .top_k = f.top_k,
+                           .top_p = f.top_p,
+                           .seed = f.seed};
+  if (!f.ignore_eos) o.eos = codec->eos();
+  if (!f.json)
+    std::cerr << "zerotrain generate: " << m->description << ", " << codec->name() << "\n";
+
+  // Streaming: print what decode(prompt + new) adds beyond decode(prompt),
+  // holding back a character whose bytes have not all come.
+  std::vector<int32_t> all = *prompt;
+  const std::string head = codec->decode(all, true);
+  size_t printed = 0;
+  const auto on_token = [&](int32_t id) {
+    if (f.json) return;
+    all.push_back(id);
+    const std::string text = codec->decode(all, true);
+    std::string_view fresh = std::string_view(text).substr(std::min(text.size(), head.size()));
+    if (fresh.ends_with("\xEF\xBF\xBD")) return;  // an unfinished character
+    if (fresh.size() > printed) {
+      std::cout << fresh.substr(printed) << std::flush;
+      printed = fresh.size();
+    }
+  };
+  if (!f.json && !f.prompt.empty()) std::cout << f.prompt << std::flush;
+  auto r = train::generate(**dec, *prompt, o, on_token);
+  if (!r.ok()) return fail(r.status());
+  if (f.json) {
+    nlohmann::json j = {{"prompt", *prompt},
+                        {"tokens", r->tokens},
+                        {"text", codec->decode(r->tokens, true)},
+                        {"prompt_seconds", r->prompt_seconds},
+                        {"token_seconds", r->token_seconds},
+                        {"stopped_at_eos", r->stopped_at_eos}};
+    std::cout << j.dump() << "\n";
+    return 0;
+  }
+  const std::string text = codec->decode(all, true);
+  const std::string_view fresh = std::string_view(text).substr(std::min(text.size(), head.size()));
+  if (fresh.size() > printed) std::cout << fresh.substr(printed);
+  std::cout << "\n";
+  double total = 0;
+  for (double s : r->token_seconds) total += s;
+  std::cerr << "zerotrain generate: " << r->tokens.size() << " tokens"
+            << (r->stopped_at_eos ? " (stopped at end-of-sequence)" : "") << ", "
+            << (r->tokens.size() > 1 ? 1e3 * total / static_cast<double>(r->tokens.size() - 1)
+                                     : 0.0)
+            << " ms/token after a " << 1e3 * r->prompt_seconds << " ms prompt\n";
+  return 0;
+}
+
+}  // namespace
+
+Runner add_generate_command(CLI::App& app) {
+  auto f = std::make_shared<GenerateFlags>();
+  CLI::App* cmd = app.add_subcommand(
+      "generate", "generate text from a checkpoint, an HF model directory or a safetensors file");
+  cmd->add_option("--model", f->model,
+                  "checkpoint directory (or tag), HF model directory, or .safetensors file")
+      ->required();
+  cmd->add_option("--tokenizer", f->tokenizer,
+                  "tokenizer.json (or its directory), or \"bytes\" (default: the one beside the "
+                  "model; bytes for a byte vocabulary)");
+  cmd->add_option("--prompt", f->prompt, "prompt text");
+  cmd->add_option("--prompt-ids", f->prompt_ids, "prompt as comma-separated token ids");
+  cmd->add_option("--max-new-tokens", f->max_new_tokens, "tokens to generate")
+      ->capture_default_str();
+  cmd->add_flag("--greedy", f->greedy, "always the most likely token (as --temperature 0)");
+  cmd->add_option("--temperature", f->temperature, "sampling temperature")->capture_default_str();
+  cmd->add_option("--top-k", f->top_k, "sample among the k most likely (0: all)")
+      ->capture_default_str();
+  cmd->add_option("--top-p", f->top_p, "sample among the most likely up to this mass")
+      ->capture_default_str();
+  cmd->add_option("--seed", f->seed, "sampling seed")->capture_default_str();
+  cmd->add_option("--max-seq", f->max_seq, "positions the KV cache holds (default: just enough)");
+  cmd->add_flag("--ignore-eos", f->ignore_eos, "do not stop at the end-of-sequence token");
+  cmd->add_flag("--no-special", f->no_special, "no special tokens (e.g. <s>) before the prompt");
+  cmd->add_flag("--json", f->json, "print {prompt, tokens, text, timings} as JSON");
+  return [f]() { return run_generate(*f); };
+}
+
+}  // namespace zerotrain::cli

@@ -1,0 +1,56 @@
+// Text generation over a model's KV-cached decoder (model/decoder.h):
+// greedy or sampled (temperature, top-k, top-p, a seed), stopping at the
+// end-of-sequence token or after max_new_tokens, every token handed to a
+// callback as it comes (streaming). Sampling follows Hugging Face's
+// warpers in their order: logits / temperature, keep the top_k largest,
+// keep the smallest set of most likely tokens whose probability reaches
+// top_p (at least one), then draw from the softmax of what is left with
+// SplitMix64(seed). Greedy takes the first largest logit (torch.argmax).
+//
+//   GenerateOptions o{.max_new_tokens = 64, .greedy = true, .eos = tok.eos_id()};
+//   ZT_ASSIGN_OR_RETURN(GenerateResult r, generate(*decoder, prompt, o, print_token));
+//
+// Thread-safety: uses the decoder (one per thread).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <span>
+#include <vector>
+
+#include "core/status.h"
+#include "model/decoder.h"
+#include "train/data/rng.h"
+
+namespace zerotrain::train {
+
+struct GenerateOptions {
+  int64_t max_new_tokens = 64;
+  bool greedy = false;  // also when temperature is 0
+  double temperature = 1.0;
+  int64_t top_k = 0;   // 0: off
+  double top_p = 1.0;  // 1: off
+  uint64_t seed = 0;
+  std::optional<uint32_t> eos;  // stop after generating it
+};
+
+struct GenerateResult {
+  std::vector<int32_t> tokens;        // the new tokens (eos included when it stopped there)
+  std::vector<double> token_seconds;  // [tokens] wall time of the step that produced each
+  double prompt_seconds = 0;          // the prompt's forward (the first token's logits)
+  bool stopped_at_eos = false;
+};
+
+// The next token from one row's logits [V]. InvalidArgument for a
+// temperature < 0, top_p outside (0, 1] or top_k < 0.
+StatusOr<int32_t> pick_token(std::span<const float> logits, const GenerateOptions& o,
+                             SplitMix64& rng);
+
+// Generates for one row (the decoder's batch must be 1) after `prompt`
+// (non-empty), from the decoder's start (it is reset first).
+StatusOr<GenerateResult> generate(model::Decoder& decoder, std::span<const int32_t> prompt,
+                                  const GenerateOptions& o,
+                                  const std::function<void(int32_t)>& on_token = {});
+
+}  // namespace zerotrain::train

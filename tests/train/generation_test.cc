@@ -1,0 +1,106 @@
+// Generation's sampling against the softmax it samples (frequencies of
+// 40,000 draws within 5 standard deviations of each token's probability,
+// after temperature, top-k and top-p as HF's warpers define them), and the
+// loop's stopping rules over a scripted decoder.
+#include "train/generation.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <map>
+#include <numeric>
+
+#include "device/device.h"
+
+namespace zerotrain::train {
+namespace {
+
+const std::vector<float> kLogits = {1.0f, 3.0f, 2.5f, -1.0f, 3.0f, 0.5f, 2.0f};
+
+// Softmax of logits/temperature over `keep` (ids), zero elsewhere.
+std::vector<double> expected(double temperature, const std::vector<int>& keep) {
+  std::vector<double> p(kLogits.size(), 0.0);
+  double sum = 0;
+  for (int i : keep) sum += p[i] = std::exp(kLogits[i] / temperature);
+  for (double& x : p) x /= sum;
+  return p;
+}
+
+void expect_frequencies(const GenerateOptions& o, const std::vector<double>& p) {
+  SplitMix64 rng(o.seed);
+  constexpr int kDraws = 40000;
+  std::vector<int> count(kLogits.size(), 0);
+  for (int i = 0; i < kDraws; ++i) {
+    auto t = pick_token(kLogits, o, rng);
+    ASSERT_TRUE(t.ok()) << t.status().to_string();
+    ++count[*t];
+  }
+  for (size_t i = 0; i < p.size(); ++i) {
+    const double sd = std::sqrt(kDraws * p[i] * (1 - p[i]));
+    EXPECT_NEAR(count[i], kDraws * p[i], 5 * sd + 1e-9) << "token " << i;
+  }
+}
+
+TEST(Sampling, GreedyTakesTheFirstLargest) {
+  SplitMix64 rng(1);
+  EXPECT_EQ(*pick_token(kLogits, {.greedy = true}, rng), 1);
+  EXPECT_EQ(*pick_token(kLogits, {.temperature = 0.0}, rng), 1);
+  for (uint64_t seed = 0; seed < 20; ++seed) {
+    SplitMix64 r(seed);
+    EXPECT_EQ(*pick_token(kLogits, {.top_k = 1, .seed = seed}, r), 1) << "top-k 1 is greedy";
+    EXPECT_EQ(*pick_token(kLogits, {.top_p = 1e-9}, r), 1) << "a tiny top-p keeps one";
+  }
+}
+
+TEST(Sampling, FrequenciesFollowTheWarpedSoftmax) {
+  expect_frequencies({.temperature = 1.0, .seed = 3}, expected(1.0, {0, 1, 2, 3, 4, 5, 6}));
+  expect_frequencies({.temperature = 0.5, .seed = 4}, expected(0.5, {0, 1, 2, 3, 4, 5, 6}));
+  // top-k 3: the three largest logits (3.0, 3.0, 2.5: ids 1, 4, 2).
+  expect_frequencies({.top_k = 3, .seed = 5}, expected(1.0, {1, 4, 2}));
+  // top-p 0.9: the most likely first (ids 1, 4, 2, 6, ...) until the mass
+  // reaches 0.9: p = .312, .312, .189 (.812), then .115 -> 4 tokens.
+  const std::vector<double> full = expected(1.0, {0, 1, 2, 3, 4, 5, 6});
+  ASSERT_LT(full[1] + full[4] + full[2], 0.9);
+  ASSERT_GE(full[1] + full[4] + full[2] + full[6], 0.9);
+  expect_frequencies({.top_p = 0.9, .seed = 6}, expected(1.0, {1, 4, 2, 6}));
+}
+
+TEST(Sampling, RefusesBadSettings) {
+  SplitMix64 rng(1);
+  EXPECT_FALSE(pick_token(kLogits, {.temperature = -1}, rng).ok());
+  EXPECT_FALSE(pick_token(kLogits, {.top_p = 0}, rng).ok());
+  EXPECT_FALSE(pick_token(kLogits, {.top_k = -2}, rng).ok());
+}
+
+// Logits that make token (position + 1) % V the most likely.
+class CountingDecoder : public model::Decoder {
+ public:
+  CountingDecoder() : Decoder(device::default_device(), 1, 16, 4, 5, 8) {
+    EXPECT_TRUE(allocate_io().ok());
+  }
+
+ protected:
+  Status forward(int64_t n, int64_t pos) override {
+    std::vector<float> l(8, 0.0f);
+    l[(pos + n) % 5] = 10.0f;
+    return device_.copy(logits_.data(), l.data(), l.size() * 4);
+  }
+};
+
+TEST(Generate, StopsAtEndOfSequenceOrTheLimit) {
+  CountingDecoder d;
+  const std::vector<int32_t> prompt = {0, 1};
+  auto r = generate(d, prompt, {.max_new_tokens = 8, .greedy = true, .eos = 4u});
+  ASSERT_TRUE(r.ok()) << r.status().to_string();
+  EXPECT_EQ(r->tokens, (std::vector<int32_t>{2, 3, 4}));
+  EXPECT_TRUE(r->stopped_at_eos);
+  auto all = generate(d, prompt, {.max_new_tokens = 6, .greedy = true});
+  ASSERT_TRUE(all.ok());
+  EXPECT_EQ(all->tokens, (std::vector<int32_t>{2, 3, 4, 0, 1, 2}));
+  EXPECT_EQ(all->token_seconds.size(), 6u);
+  EXPECT_FALSE(generate(d, prompt, {.max_new_tokens = 15}).ok()) << "beyond the 16 positions";
+  EXPECT_FALSE(generate(d, {}, {}).ok()) << "empty prompt";
+}
+
+}  // namespace
+}  // namespace zerotrain::train
