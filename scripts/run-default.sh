@@ -25,6 +25,15 @@ echo "== effective config of examples/ds_config_zero3.json"
 "$bin" config check "${trainer_args[@]}" examples/ds_config_zero3.json
 
 # The built-in trainer with its embedded ds_config (fp32, AdamW, WarmupLR,
-# ZeRO stage 0): gpt2-tiny on the generated corpus, 2 data-parallel ranks.
-echo "== zerotrain run --num_gpus 2 -- zerotrain train (embedded default config)"
-"$bin" run --num_gpus 2 -- "$bin" train
+# ZeRO stage 0): gpt2-tiny on the generated corpus, 2 data-parallel ranks,
+# saving a checkpoint at the end.
+ckpt=$(mktemp -d "${TMPDIR:-/tmp}/zerotrain-run.XXXXXX")
+trap 'rm -rf "$ckpt"' EXIT
+echo "== zerotrain run --num_gpus 2 -- zerotrain train --save CKPT (embedded default config)"
+"$bin" run --num_gpus 2 -- "$bin" train --save "$ckpt"
+
+# What it learned: a sample from the checkpoint (KV-cached, byte tokens),
+# within the 64 positions it was trained on.
+echo "== zerotrain generate --model CKPT --prompt \"the \" (temperature 0.7, top-k 20, seed 1)"
+"$bin" generate --model "$ckpt" --prompt "the " --max-new-tokens 60 --temperature 0.7 \
+  --top-k 20 --seed 1

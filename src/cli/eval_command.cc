@@ -24,49 +24,50 @@ struct EvalFlags {
   bool json = false;
 };
 
-int fail(const Status& s) {
+int eval_fail(const Status& s) {
   std::cerr << "zerotrain eval: " << s.to_string() << "\n";
   return s.code() == StatusCode::kIoError ? 1 : 2;
 }
 
 int run_eval(const EvalFlags& f) {
   auto m0 = checkpoint::open_model_source(f.model);
-  if (!m0.ok()) return fail(m0.status());
+  if (!m0.ok()) return eval_fail(m0.status());
   auto info = m0->spec.family->info(m0->spec.config);
-  if (!info.ok()) return fail(info.status());
+  if (!info.ok()) return eval_fail(info.status());
   const int64_t T = f.seq_len > 0 ? f.seq_len : std::min<int64_t>(info->max_seq, 1024);
   auto m = train::load_inference_model(f.model, f.batch, T);
-  if (!m.ok()) return fail(m.status());
+  if (!m.ok()) return eval_fail(m.status());
   std::shared_ptr<train::TokenDataset> data;
   std::string what;
   if (std::filesystem::is_directory(f.data)) {
     auto ds = train::TokenDataset::open_split(f.data, f.split);
-    if (!ds.ok()) return fail(ds.status());
+    if (!ds.ok()) return eval_fail(ds.status());
     data = std::make_shared<train::TokenDataset>(std::move(ds).value());
     what = f.data + " (" + f.split + ")";
   } else {
     auto codec = train::TextCodec::resolve(f.tokenizer, m->source_dir, info->vocab_size);
-    if (!codec.ok()) return fail(codec.status());
+    if (!codec.ok()) return eval_fail(codec.status());
     auto text = read_text_file(f.data);
-    if (!text.ok()) return fail(text.status());
+    if (!text.ok()) return eval_fail(text.status());
     auto ids = codec->encode(*text, true);
-    if (!ids.ok()) return fail(ids.status().with_context(f.data));
+    if (!ids.ok()) return eval_fail(ids.status().with_context(f.data));
     std::vector<uint32_t> tokens(ids->begin(), ids->end());
     data = std::make_shared<train::TokenDataset>(train::TokenDataset::from_tokens(
         std::move(tokens), static_cast<uint32_t>(info->vocab_size)));
     what = f.data + " through " + codec->name();
   }
   if (data->block_tokens() != 0 && data->block_tokens() != T) {
-    return fail(invalid_argument("the data holds examples in blocks of " +
-                                 std::to_string(data->block_tokens()) + " tokens: give --seq-len " +
-                                 std::to_string(data->block_tokens())));
+    return eval_fail(invalid_argument(
+        "the data holds examples in blocks of " + std::to_string(data->block_tokens()) +
+        " tokens: give --seq-len " + std::to_string(data->block_tokens())));
   }
   if (data->vocab_size() > info->vocab_size) {
-    return fail(invalid_argument("the data's vocab_size " + std::to_string(data->vocab_size()) +
-                                 " exceeds the model's " + std::to_string(info->vocab_size)));
+    return eval_fail(invalid_argument("the data's vocab_size " +
+                                      std::to_string(data->vocab_size()) + " exceeds the model's " +
+                                      std::to_string(info->vocab_size)));
   }
   auto r = train::evaluate(*m->module, *data, T, f.batch, f.max_windows);
-  if (!r.ok()) return fail(r.status());
+  if (!r.ok()) return eval_fail(r.status());
   if (f.json) {
     std::cout << nlohmann::json{{"mean_loss", r->mean_loss},
                                 {"perplexity", r->perplexity},

@@ -26,7 +26,7 @@ struct GenerateFlags {
   bool greedy = false, json = false, ignore_eos = false, no_special = false;
 };
 
-int fail(const Status& s) {
+int generate_fail(const Status& s) {
   std::cerr << "zerotrain generate: " << s.to_string() << "\n";
   return s.code() == StatusCode::kIoError ? 1 : 2;
 }
@@ -48,22 +48,29 @@ StatusOr<std::vector<int32_t>> parse_ids(const std::string& text) {
 
 int run_generate(const GenerateFlags& f) {
   if (f.prompt.empty() == f.prompt_ids.empty()) {
-    return fail(invalid_argument("give exactly one of --prompt and --prompt-ids"));
+    return generate_fail(invalid_argument("give exactly one of --prompt and --prompt-ids"));
   }
   auto m = train::load_inference_model(f.model, 1, 1);
-  if (!m.ok()) return fail(m.status());
+  if (!m.ok()) return generate_fail(m.status());
   auto info = m->spec.family->info(m->spec.config);
-  if (!info.ok()) return fail(info.status());
+  if (!info.ok()) return generate_fail(info.status());
   auto codec = train::TextCodec::resolve(f.tokenizer, m->source_dir, info->vocab_size);
-  if (!codec.ok()) return fail(codec.status());
+  if (!codec.ok()) return generate_fail(codec.status());
   StatusOr<std::vector<int32_t>> prompt =
       f.prompt.empty() ? parse_ids(f.prompt_ids) : codec->encode(f.prompt, !f.no_special);
-  if (!prompt.ok()) return fail(prompt.status());
+  if (!prompt.ok()) return generate_fail(prompt.status());
   // Positions: the prompt and the new tokens, unless --max-seq says more.
   const int64_t need = static_cast<int64_t>(prompt->size()) + f.max_new_tokens;
   const int64_t max_seq = f.max_seq > 0 ? f.max_seq : std::min(need, info->max_seq);
+  if (need > max_seq) {
+    return generate_fail(invalid_argument(
+        "a prompt of " + std::to_string(prompt->size()) + " tokens and " +
+        std::to_string(f.max_new_tokens) + " new ones need " + std::to_string(need) +
+        " positions; the model has " + std::to_string(info->max_seq) +
+        (f.max_seq > 0 ? " and --max-seq gives " + std::to_string(f.max_seq) : "")));
+  }
   auto dec = m->module->make_decoder(1, max_seq);
-  if (!dec.ok()) return fail(dec.status());
+  if (!dec.ok()) return generate_fail(dec.status());
   train::GenerateOptions o{.max_new_tokens = f.max_new_tokens,
                            .greedy = f.greedy,
                            .temperature = f.temperature,
@@ -92,7 +99,7 @@ int run_generate(const GenerateFlags& f) {
   };
   if (!f.json && !f.prompt.empty()) std::cout << f.prompt << std::flush;
   auto r = train::generate(**dec, *prompt, o, on_token);
-  if (!r.ok()) return fail(r.status());
+  if (!r.ok()) return generate_fail(r.status());
   if (f.json) {
     nlohmann::json j = {{"prompt", *prompt},
                         {"tokens", r->tokens},
