@@ -9,7 +9,7 @@ JOBS ?= $(shell nproc)
 # UNITY=OFF for a developer tree where one edited file should rebuild alone.
 UNITY ?= ON
 
-.PHONY: all deps configure build run test bench bench-zero bench-peer bench-llama clean
+.PHONY: all deps configure build run test bench bench-zero bench-peer bench-llama bench-tokenizer clean
 
 all: build
 
@@ -51,6 +51,10 @@ bench-peer: build
 # (~3 min); writes its section of bench/RESULTS.md.
 bench-llama: build
 	@bench/llama_compare --build $(BUILD)
+
+# zerotrain's tokenizer against npm's reference encoders, MB/s.
+bench-tokenizer: build
+	@bench/tokenizer_compare --build $(BUILD)
 
 clean:
 	rm -rf $(BUILD)

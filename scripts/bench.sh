@@ -107,14 +107,17 @@ cat > "$out/meta.json" <<JSON
  "seconds": $((SECONDS - begin)), "note": "$(json_escape "$note")"}
 JSON
 
-# bench/compare (make bench-peer) and bench/llama_compare (make
-# bench-llama) own marked sections of the same file, and the readings
+# bench/compare (make bench-peer), bench/llama_compare (make
+# bench-llama) and bench/tokenizer_compare (make bench-tokenizer) own marked
+# sections of the same file, and the readings
 # people wrote of the tables another (between '<!-- notes: begin -->' and
 # '<!-- notes: end -->'): keep them across the re-render.
 peer_section=""
 notes_section=""
 llama_section=""
+tokenizer_section=""
 if [ -f "$results" ]; then
+  tokenizer_section=$(sed -n '/^<!-- bench\/tokenizer_compare: begin/,/^<!-- bench\/tokenizer_compare: end -->/p' "$results")
   peer_section=$(sed -n '/^<!-- bench\/compare: begin/,/^<!-- bench\/compare: end -->/p' "$results")
   notes_section=$(sed -n '/^<!-- notes: begin -->/,/^<!-- notes: end -->/p' "$results")
   llama_section=$(sed -n '/^<!-- bench\/llama_compare: begin/,/^<!-- bench\/llama_compare: end -->/p' "$results")
@@ -136,6 +139,9 @@ if [ -n "$notes_section" ]; then
 fi
 if [ -n "$llama_section" ]; then
   printf '\n%s\n' "$llama_section" >> "$results"
+fi
+if [ -n "$tokenizer_section" ]; then
+  printf '\n%s\n' "$tokenizer_section" >> "$results"
 fi
 echo "== wrote $results ($((SECONDS - begin)) s; raw JSON in $out)"
 exit $status
