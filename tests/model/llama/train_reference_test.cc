@@ -2,7 +2,8 @@
 // reference wrote (llama_reference.py make), against the reference's own
 // AdamW training on the same token shards in zerotrain's loader order
 // (llama_reference.py train --zt-data, via bench/peer/zt_data.py): 20 fp32
-// steps' losses within 1e-5 relative at ZeRO stages 0-3, on 1 and 2 ranks.
+// steps' losses within 1e-5 relative at ZeRO stages 0-3 on 2 ranks (and
+// stage 0 on 1).
 // Constant lr (WarmupLR from 0.003 to 0.003: the reference has no schedule)
 // and no clipping.
 #include <gtest/gtest.h>
@@ -175,14 +176,18 @@ class LlamaTrainReference : public ::testing::Test {
 
 TempDir* LlamaTrainReference::dir_ = nullptr;
 
-TEST_F(LlamaTrainReference, LossesFollowPyTorchAtEveryStageOnOneAndTwoRanks) {
+// Every stage on 2 ranks (which shards everything a stage shards), and the
+// 1-rank path once (llama, stage 0): the 1-rank runs of stages 1-3 shard
+// nothing and cost CI time for no coverage.
+TEST_F(LlamaTrainReference, LossesFollowPyTorchAtEveryStageOnTwoRanksAndOnOne) {
   for (const char* family : {"cfg", "qwen2", "mistral"}) {
     const std::string dir = model(family);
     for (int ranks : {1, 2}) {
+      if (ranks == 1 && std::string(family) != "cfg") continue;
       const std::vector<double> want = reference(dir, ranks);
       ASSERT_EQ(want.size(), static_cast<size_t>(kSteps)) << family;
       EXPECT_LT(want.back(), 0.8 * want.front()) << family << ": the reference does not learn";
-      for (int stage = 0; stage <= 3; ++stage) {
+      for (int stage = 0; stage <= (ranks == 1 ? 0 : 3); ++stage) {
         const std::vector<double> got = losses_of(zerotrain(dir, stage, ranks));
         ASSERT_EQ(got.size(), want.size())
             << family << ", stage " << stage << ", " << ranks << " rank(s)";
