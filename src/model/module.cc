@@ -51,6 +51,16 @@ StatusOr<std::unique_ptr<Decoder>> Module::make_decoder(int64_t batch, int64_t m
   return invalid_argument("model family " + std::string(family()) + " has no generation decoder");
 }
 
+Status Module::check_parameters_bound(const char* what) const {
+  for (int g = 0; g < num_groups(); ++g) {
+    if (param_base_[g] == nullptr) {
+      return invalid_argument(std::string(what) + ": the parameters of group " + std::to_string(g) +
+                              " are not bound");
+    }
+  }
+  return ok_status();
+}
+
 Status Module::allocate(int64_t activation_floats) {
   const auto bytes = static_cast<size_t>(layout_.total_bytes());
   using device::MemoryCategory;

@@ -246,6 +246,8 @@ class Module {
   // outlive it. InvalidArgument for a family without one, max_seq beyond
   // the family's positions, or unbound parameters.
   virtual StatusOr<std::unique_ptr<Decoder>> make_decoder(int64_t batch, int64_t max_seq) const;
+  // InvalidArgument naming `what` unless every group's parameters are bound.
+  Status check_parameters_bound(const char* what) const;
 
   // Per-token losses of the last forward (host memory, B·T of them).
   std::span<const float> losses() const { return losses_; }

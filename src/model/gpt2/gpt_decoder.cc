@@ -83,11 +83,7 @@ StatusOr<std::unique_ptr<Decoder>> GptModel::make_decoder(int64_t batch, int64_t
     return invalid_argument("generate: " + std::to_string(max_seq) + " positions; gpt2 has " +
                             std::to_string(cfg_.seq_len) + " (n_positions)");
   }
-  for (int g = 0; g < num_groups(); ++g) {
-    if (group_parameters(g) == nullptr) {
-      return invalid_argument("generate: the model's parameters are not bound");
-    }
-  }
+  ZT_RETURN_IF_ERROR(check_parameters_bound("generate"));
   auto d = std::make_unique<GptDecoder>(*this, batch, max_seq, std::min<int64_t>(max_seq, 256));
   ZT_RETURN_IF_ERROR(d->allocate());
   return std::unique_ptr<Decoder>(std::move(d));

@@ -114,11 +114,7 @@ StatusOr<std::unique_ptr<Decoder>> LlamaModel::make_decoder(int64_t batch, int64
                             std::to_string(cfg_.sliding_window) +
                             ", which is not implemented; generate at most that many");
   }
-  for (int g = 0; g < num_groups(); ++g) {
-    if (group_parameters(g) == nullptr) {
-      return invalid_argument("generate: the model's parameters are not bound");
-    }
-  }
+  ZT_RETURN_IF_ERROR(check_parameters_bound("generate"));
   auto d = std::make_unique<LlamaDecoder>(*this, batch, max_seq, std::min<int64_t>(max_seq, 256));
   ZT_RETURN_IF_ERROR(d->allocate());
   return std::unique_ptr<Decoder>(std::move(d));

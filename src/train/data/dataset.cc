@@ -71,25 +71,16 @@ TokenDataset TokenDataset::from_tokens(std::vector<uint32_t> tokens, uint32_t vo
   return ds;
 }
 
-void TokenDataset::copy_trained(uint64_t begin, uint64_t count, uint8_t* out) const {
-  ZT_CHECK(begin <= size_ && count <= size_ - begin, "copy_trained [", begin, ", +", count, ") of ",
-           size_);
-  if (shards_.empty()) {
-    for (uint64_t i = 0; i < count; ++i) {
-      out[i] = memory_trained_.empty() ? 1 : memory_trained_[begin + i];
-    }
-    return;
-  }
+template <typename Fn>
+void TokenDataset::for_each_shard_run(uint64_t begin, uint64_t count, Fn&& fn) const {
+  // Last shard starting at or before `begin`; then walk forward.
   size_t s = static_cast<size_t>(std::upper_bound(shard_begin_.begin(), shard_begin_.end(), begin) -
                                  shard_begin_.begin() - 1);
-  while (count > 0) {
-    const uint64_t local = begin - shard_begin_[s];
-    const uint64_t n = std::min(count, shards_[s].size() - local);
-    shards_[s].copy_trained(local, n, out);
-    out += n;
-    begin += n;
-    count -= n;
-    ++s;
+  for (uint64_t done = 0; done < count; ++s) {
+    const uint64_t local = begin + done - shard_begin_[s];
+    const uint64_t n = std::min(count - done, shards_[s].size() - local);
+    fn(shards_[s], local, n, done);
+    done += n;
   }
 }
 
@@ -99,18 +90,21 @@ void TokenDataset::copy(uint64_t begin, uint64_t count, int32_t* out) const {
     for (uint64_t i = 0; i < count; ++i) out[i] = static_cast<int32_t>(memory_[begin + i]);
     return;
   }
-  // Last shard starting at or before `begin`; then walk forward.
-  size_t s = static_cast<size_t>(std::upper_bound(shard_begin_.begin(), shard_begin_.end(), begin) -
-                                 shard_begin_.begin() - 1);
-  while (count > 0) {
-    const uint64_t local = begin - shard_begin_[s];
-    const uint64_t n = std::min(count, shards_[s].size() - local);
-    shards_[s].copy(local, n, out);
-    out += n;
-    begin += n;
-    count -= n;
-    ++s;
+  for_each_shard_run(begin, count, [&](const TokenShard& shard, uint64_t local, uint64_t n,
+                                       uint64_t at) { shard.copy(local, n, out + at); });
+}
+
+void TokenDataset::copy_trained(uint64_t begin, uint64_t count, uint8_t* out) const {
+  ZT_CHECK(begin <= size_ && count <= size_ - begin, "copy_trained [", begin, ", +", count, ") of ",
+           size_);
+  if (shards_.empty()) {
+    for (uint64_t i = 0; i < count; ++i) {
+      out[i] = memory_trained_.empty() ? 1 : memory_trained_[begin + i];
+    }
+    return;
   }
+  for_each_shard_run(begin, count, [&](const TokenShard& shard, uint64_t local, uint64_t n,
+                                       uint64_t at) { shard.copy_trained(local, n, out + at); });
 }
 
 }  // namespace zerotrain::train

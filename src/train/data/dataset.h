@@ -45,6 +45,10 @@ class TokenDataset {
 
  private:
   TokenDataset() = default;
+  // fn(shard, local begin, count, offset into the run) for each shard's
+  // part of [begin, begin + count).
+  template <typename Fn>
+  void for_each_shard_run(uint64_t begin, uint64_t count, Fn&& fn) const;
 
   std::vector<TokenShard> shards_;
   std::vector<uint64_t> shard_begin_;  // [shards_] global offset of each shard's first token
