@@ -35,7 +35,7 @@ int run_eval(const EvalFlags& f) {
   auto info = m0->spec.family->info(m0->spec.config);
   if (!info.ok()) return eval_fail(info.status());
   const int64_t T = f.seq_len > 0 ? f.seq_len : std::min<int64_t>(info->max_seq, 1024);
-  auto m = train::load_inference_model(f.model, f.batch, T);
+  auto m = train::load_inference_model(std::move(m0).value(), f.model, f.batch, T);
   if (!m.ok()) return eval_fail(m.status());
   std::shared_ptr<train::TokenDataset> data;
   std::string what;

@@ -11,6 +11,12 @@ namespace zerotrain::train {
 StatusOr<InferenceModel> load_inference_model(const std::string& path, int64_t max_batch,
                                               int64_t max_seq) {
   ZT_ASSIGN_OR_RETURN(checkpoint::ModelSource src, checkpoint::open_model_source(path));
+  return load_inference_model(std::move(src), path, max_batch, max_seq);
+}
+
+StatusOr<InferenceModel> load_inference_model(checkpoint::ModelSource src,
+                                              const std::string& path, int64_t max_batch,
+                                              int64_t max_seq) {
   if (!src.read) {
     return invalid_argument(src.description +
                             ": no weights to run (give a checkpoint, an HF model directory or a "

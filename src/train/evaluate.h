@@ -30,6 +30,11 @@ struct InferenceModel {
 // InvalidArgument when the source has no weights (a preset or bare config).
 StatusOr<InferenceModel> load_inference_model(const std::string& path, int64_t max_batch,
                                               int64_t max_seq);
+// The same from a source already opened from `path` (to size the model by
+// its config first).
+StatusOr<InferenceModel> load_inference_model(checkpoint::ModelSource src,
+                                              const std::string& path, int64_t max_batch,
+                                              int64_t max_seq);
 
 struct EvalResult {
   double mean_loss = 0;   // over every trained target, each counted once
