@@ -72,7 +72,9 @@ Runner add_data_command(CLI::App& app) {
   tok->add_option("--seq-len", f->examples.seq_len,
                   "put each example in its own block of this many tokens (cut and padded, "
                   "padding ignored); train with the same --seq-len");
-  tok->add_flag("--pack", f->examples.pack, "pack examples one after another instead");
+  tok->add_flag("--pack", f->examples.pack,
+                "with --seq-len: as many whole examples a block as fit, each attending only to "
+                "itself");
   tok->add_flag("--no-eos", f->no_eos, "no end-of-text after text examples and completions");
   CLI::App* gen = data->add_subcommand("generate", "write the generated default corpus as shards");
   gen->add_option("output", f->output, "output directory")->required();

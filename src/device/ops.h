@@ -131,11 +131,13 @@ class Ops {
                                       int64_t OC) const = 0;
   // Token + position embedding (wpe/dwpe null: the token embedding
   // alone); InvalidArgument naming (b, t) for a token outside [0, V).
+  // positions [B,T] (packed documents restart at 0): the wpe rows, else t.
   virtual Status encoder_forward(float* out, const int32_t* tokens, const float* wte,
-                                 const float* wpe, int64_t B, int64_t T, int64_t C,
-                                 int64_t V) const = 0;
+                                 const float* wpe, int64_t B, int64_t T, int64_t C, int64_t V,
+                                 const int32_t* positions = nullptr) const = 0;
   virtual Status encoder_backward(float* dwte, float* dwpe, const float* dout,
-                                  const int32_t* tokens, int64_t B, int64_t T, int64_t C) const = 0;
+                                  const int32_t* tokens, int64_t B, int64_t T, int64_t C,
+                                  const int32_t* positions = nullptr) const = 0;
   // LayerNorm (eps 1e-5); mean/rstd may be null (inference).
   virtual Status layernorm_forward(float* out, float* mean, float* rstd, const float* inp,
                                    const float* weight, const float* bias, int64_t B, int64_t T,
@@ -156,12 +158,15 @@ class Ops {
   // Rotary embedding of q and k (cos/sin [T, HD/2]) fused with grouped-query
   // packing into the attention's qkv [B,T,3·NH·HD] (kv heads repeated);
   // the backward overwrites dq, dk, dv (device/cpu/kernels/rope.h).
+  // positions [B,T]: the table rows (packed documents restart at 0), else t.
   virtual Status rope_pack_qkv(float* qkv, const float* q, const float* k, const float* v,
                                const float* cos, const float* sin, int64_t B, int64_t T, int64_t NH,
-                               int64_t NKV, int64_t HD) const = 0;
+                               int64_t NKV, int64_t HD,
+                               const int32_t* positions = nullptr) const = 0;
   virtual Status rope_unpack_qkv_backward(float* dq, float* dk, float* dv, const float* dqkv,
                                           const float* cos, const float* sin, int64_t B, int64_t T,
-                                          int64_t NH, int64_t NKV, int64_t HD) const = 0;
+                                          int64_t NH, int64_t NKV, int64_t HD,
+                                          const int32_t* positions = nullptr) const = 0;
   // out = silu(gate)·up over N elements; the backward overwrites dgate, dup.
   virtual Status swiglu_forward(float* out, const float* gate, const float* up,
                                 int64_t N) const = 0;
@@ -186,11 +191,14 @@ class Ops {
   virtual Status attention_backward(float* dqkv, const float* dout, const float* qkv,
                                     const float* att, int64_t B, int64_t T, int64_t C,
                                     int64_t NH) const = 0;
+  // first [B,T]: each query's first key (packed documents attend only
+  // within their own); null: 0.
   virtual Status attention_forward_lse(float* out, float* lse, const float* qkv, int64_t B,
-                                       int64_t T, int64_t C, int64_t NH) const = 0;
+                                       int64_t T, int64_t C, int64_t NH,
+                                       const int32_t* first = nullptr) const = 0;
   virtual Status attention_backward_lse(float* dqkv, const float* dout, const float* qkv,
                                         const float* lse, int64_t B, int64_t T, int64_t C,
-                                        int64_t NH) const = 0;
+                                        int64_t NH, const int32_t* first = nullptr) const = 0;
   // Generation with a KV cache: n new tokens a row at positions
   // [pos, pos+n), packed qkv [B,n,3·NH·HD]; their keys and values go into
   // k_cache / v_cache [B,NKV,Tmax,HD], then each attends causally over the

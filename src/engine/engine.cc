@@ -100,11 +100,11 @@ StatusOr<std::unique_ptr<Engine>> Engine::create(const config::Config& config, m
   return e;
 }
 
-StatusOr<float> Engine::forward(const int32_t* tokens, const int32_t* targets, int64_t B,
-                                int64_t T) {
+StatusOr<float> Engine::forward(const int32_t* tokens, const int32_t* targets, int64_t B, int64_t T,
+                                const int32_t* doc_starts) {
   backward_pending_ = false;
   const auto t0 = Clock::now();
-  ZT_ASSIGN_OR_RETURN(float loss, model_->forward(tokens, targets, B, T));
+  ZT_ASSIGN_OR_RETURN(float loss, model_->forward(tokens, targets, B, T, true, doc_starts));
   times_.forward += seconds_since(t0);
   backward_pending_ = targets != nullptr;
   return loss;
@@ -142,12 +142,12 @@ Status Engine::step() {
 }
 
 StatusOr<float> Engine::evaluate(const int32_t* tokens, const int32_t* targets, int64_t B,
-                                 int64_t T) {
+                                 int64_t T, const int32_t* doc_starts) {
   if (backward_pending_)
     return invalid_argument(
         "Engine::evaluate: a forward awaits its backward; evaluate between "
         "optimizer steps");
-  return model_->forward(tokens, targets, B, T, /*for_backward=*/false);
+  return model_->forward(tokens, targets, B, T, /*for_backward=*/false, doc_starts);
 }
 
 bool Engine::is_gradient_accumulation_boundary() const { return (micro_steps_ + 1) % gas_ == 0; }

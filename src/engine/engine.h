@@ -127,15 +127,18 @@ class Engine {
                                                   const EngineOptions& options = {});
   ~Engine();
 
-  // The micro-batch's mean loss (unscaled). tokens, targets: [B, T].
-  StatusOr<float> forward(const int32_t* tokens, const int32_t* targets, int64_t B, int64_t T);
+  // The micro-batch's mean loss (unscaled). tokens, targets: [B, T];
+  // doc_starts: packed documents (Module::forward), or null.
+  StatusOr<float> forward(const int32_t* tokens, const int32_t* targets, int64_t B, int64_t T,
+                          const int32_t* doc_starts = nullptr);
   // Backward of the last forward with dloss = loss_scale / gas.
   Status backward();
   // Counts the micro-step; at the boundary, the step described above.
   Status step();
   // Forward only, no state change (validation). The model's activations
   // are overwritten: call it between optimizer steps, not mid-micro-step.
-  StatusOr<float> evaluate(const int32_t* tokens, const int32_t* targets, int64_t B, int64_t T);
+  StatusOr<float> evaluate(const int32_t* tokens, const int32_t* targets, int64_t B, int64_t T,
+                           const int32_t* doc_starts = nullptr);
 
   // True while the current micro-batch (forward/backward/step not yet
   // called) is the last of its optimizer step, as in DeepSpeed.

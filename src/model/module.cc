@@ -186,8 +186,38 @@ void Module::set_stage_timing(bool on) {
   stage_seconds_.assign(on ? num_groups() : 0, 0.0);
 }
 
+Status Module::set_doc_starts(const int32_t* doc_starts, int64_t B, int64_t T) {
+  packed_ = false;
+  if (doc_starts == nullptr) return ok_status();
+  ZT_RETURN_IF_ERROR(supports_packed_documents());
+  std::vector<int32_t> pos(static_cast<size_t>(B * T));
+  for (int64_t b = 0; b < B; ++b) {
+    for (int64_t t = 0; t < T; ++t) {
+      const int32_t s = doc_starts[b * T + t];
+      const int32_t before = t > 0 ? doc_starts[b * T + t - 1] : 0;
+      if (s < 0 || s > t || (s != before && s != t)) {
+        return invalid_argument("forward: doc_starts[" + std::to_string(b) + ", " +
+                                std::to_string(t) + "] = " + std::to_string(s) +
+                                " is neither the previous token's start nor t");
+      }
+      pos[static_cast<size_t>(b * T + t)] = static_cast<int32_t>(t - s);
+    }
+  }
+  const size_t bytes = pos.size() * sizeof(int32_t);
+  if (doc_first_.bytes() < bytes) {
+    ZT_ASSIGN_OR_RETURN(doc_first_, device_->allocate(bytes, device::MemoryCategory::kActivations,
+                                                      "packed-document starts"));
+    ZT_ASSIGN_OR_RETURN(doc_pos_, device_->allocate(bytes, device::MemoryCategory::kActivations,
+                                                    "packed-document positions"));
+  }
+  ZT_RETURN_IF_ERROR(device_->copy(doc_first_.data(), doc_starts, bytes));
+  ZT_RETURN_IF_ERROR(device_->copy(doc_pos_.data(), pos.data(), bytes));
+  packed_ = true;
+  return ok_status();
+}
+
 StatusOr<float> Module::forward(const int32_t* tokens, const int32_t* targets, int64_t B, int64_t T,
-                                bool for_backward) {
+                                bool for_backward, const int32_t* doc_starts) {
   if (activations_lent_) {
     return invalid_argument(
         "forward: the activation memory is lent out (a boundary step's transient); the "
@@ -202,6 +232,7 @@ StatusOr<float> Module::forward(const int32_t* tokens, const int32_t* targets, i
         " outside the model's 1..max_batch=" + std::to_string(options_.max_batch) +
         ", 1..max_seq=" + std::to_string(options_.max_seq));
   }
+  ZT_RETURN_IF_ERROR(set_doc_starts(doc_starts, B, T));
   ZT_RETURN_IF_ERROR(begin_forward(tokens, targets, B, T, for_backward));
   for (int s = 0; s < num_groups(); ++s) {
     ZT_RETURN_IF_ERROR(run_hook(hooks_.before_forward, s));

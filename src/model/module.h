@@ -212,8 +212,14 @@ class Module {
   // after. InvalidArgument for B, T out of range, a token outside [0, V)
   // or a target >= V (naming b, t), or an unbound group.
   // for_backward = false (evaluation) allows no backward.
+  // doc_starts (packed documents): host [B,T], the row index where each
+  // token's document begins (0 <= doc_starts[b,t] <= t, the same for a
+  // document's tokens): tokens attend only within their document and take
+  // positions t - doc_starts[b,t], so documents packed into one row do not
+  // interact. InvalidArgument for a malformed array, or for a path without
+  // it (GPT-2's bf16 attention or saved attention maps).
   StatusOr<float> forward(const int32_t* tokens, const int32_t* targets, int64_t B, int64_t T,
-                          bool for_backward = true);
+                          bool for_backward = true, const int32_t* doc_starts = nullptr);
   // InvalidArgument if there was no forward with targets (for backward)
   // since the last backward (or the activation memory was lent since).
   Status backward(float dloss = 1.0f);
@@ -265,6 +271,17 @@ class Module {
   Status allocate(int64_t activation_floats);
   const device::Ops& ops() const { return device_->ops(); }
   float* activation_memory() const { return act_buffer_.as<float>(); }
+  // The current forward's packed-document arrays in device memory [B,T]
+  // (null when the batch is not packed): each token's first key, and its
+  // position within its document.
+  const int32_t* doc_first_key() const { return packed_ ? doc_first_.as<int32_t>() : nullptr; }
+  const int32_t* doc_positions() const { return packed_ ? doc_pos_.as<int32_t>() : nullptr; }
+  // Whether the family's current options can run packed documents
+  // (default: no); the message says why not.
+  virtual Status supports_packed_documents() const {
+    return invalid_argument("packed documents are not implemented for model family " +
+                            std::string(family()));
+  }
 
   // The family's parts. begin_forward checks and copies the inputs (B, T
   // within the options) and returns whether a backward may follow;
@@ -305,6 +322,9 @@ class Module {
   float* flat_params_ = nullptr;
   float* flat_grads_ = nullptr;
   std::vector<float*> param_base_, grad_base_;  // [num_groups]
+  Status set_doc_starts(const int32_t* doc_starts, int64_t B, int64_t T);
+  device::Buffer doc_first_, doc_pos_;  // [B,T] int32 of a packed forward
+  bool packed_ = false;
   std::vector<const BFloat16*> param16_base_;   // [num_groups], bf16 views
   GroupHooks hooks_;
   bool backward_ready_ = false;

@@ -44,13 +44,16 @@ StatusOr<EvalResult> evaluate(model::Module& m, const TokenDataset& data, int64_
   const auto start = std::chrono::steady_clock::now();
   const int64_t T = seq_len;
   std::vector<int32_t> window(static_cast<size_t>(T + 1)), x, y;
-  std::vector<uint8_t> trained(static_cast<size_t>(T + 1));
+  std::vector<uint8_t> trained(static_cast<size_t>(T + 1)), bits(static_cast<size_t>(T));
+  std::vector<int32_t> starts;
+  const bool packed = data.has_doc_starts();
   double sum = 0;
   EvalResult r;
   for (uint64_t w0 = 0; w0 < W; w0 += static_cast<uint64_t>(batch)) {
     const auto B = static_cast<int64_t>(std::min<uint64_t>(batch, W - w0));
     x.resize(static_cast<size_t>(B * T));
     y.resize(static_cast<size_t>(B * T));
+    starts.resize(packed ? static_cast<size_t>(B * T) : 0);
     for (int64_t b = 0; b < B; ++b) {
       const uint64_t begin = (w0 + static_cast<uint64_t>(b)) * static_cast<uint64_t>(T);
       data.copy(begin, static_cast<uint64_t>(T + 1), window.data());
@@ -59,8 +62,14 @@ StatusOr<EvalResult> evaluate(model::Module& m, const TokenDataset& data, int64_
         x[b * T + t] = window[t];
         y[b * T + t] = trained[t + 1] ? window[t + 1] : -1;
       }
+      if (packed) {
+        data.copy_doc_starts(begin, static_cast<uint64_t>(T), bits.data());
+        window_doc_starts(bits.data(), T, starts.data() + b * T);
+      }
     }
-    ZT_RETURN_IF_ERROR(m.forward(x.data(), y.data(), B, T, /*for_backward=*/false).status());
+    ZT_RETURN_IF_ERROR(m.forward(x.data(), y.data(), B, T, /*for_backward=*/false,
+                                 packed ? starts.data() : nullptr)
+                           .status());
     const auto losses = m.losses();
     for (int64_t i = 0; i < B * T; ++i) {
       if (y[i] >= 0) {

@@ -291,7 +291,8 @@ Status Run::train_step(double* loss) {
     loader_->next(&batch_);
     batch_.split(&x_, &y_);
     const engine::PhaseTimes micro_start = engine_->timings();
-    ZT_ASSIGN_OR_RETURN(float l, engine_->forward(x_.data(), y_.data(), batch_.batch, s_.T));
+    ZT_ASSIGN_OR_RETURN(float l, engine_->forward(x_.data(), y_.data(), batch_.batch, s_.T,
+                                                  batch_.doc_starts_or_null()));
     ZT_RETURN_IF_ERROR(engine_->backward());
     ZT_RETURN_IF_ERROR(engine_->step());
     sum += l;
@@ -312,7 +313,8 @@ StatusOr<double> Run::validate() {
   for (int64_t i = 0; i < o_.eval_batches; ++i) {
     val_loader_->next(&batch_);
     batch_.split(&x_, &y_);
-    ZT_ASSIGN_OR_RETURN(float l, engine_->evaluate(x_.data(), y_.data(), batch_.batch, s_.T));
+    ZT_ASSIGN_OR_RETURN(float l, engine_->evaluate(x_.data(), y_.data(), batch_.batch, s_.T,
+                                                   batch_.doc_starts_or_null()));
     sum += l;
   }
   float mean = static_cast<float>(sum / static_cast<double>(std::max<int64_t>(1, o_.eval_batches)));

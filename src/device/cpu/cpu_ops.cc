@@ -135,13 +135,14 @@ Status CpuOps::linear_backward_bf16(BFloat16* dinp, float* dweight, float* dbias
 }
 
 Status CpuOps::encoder_forward(float* out, const int32_t* tokens, const float* wte,
-                               const float* wpe, int64_t B, int64_t T, int64_t C, int64_t V) const {
-  return cpu::encoder_forward(out, tokens, wte, wpe, B, T, C, V);
+                               const float* wpe, int64_t B, int64_t T, int64_t C, int64_t V,
+                               const int32_t* positions) const {
+  return cpu::encoder_forward(out, tokens, wte, wpe, B, T, C, V, positions);
 }
 
 Status CpuOps::encoder_backward(float* dwte, float* dwpe, const float* dout, const int32_t* tokens,
-                                int64_t B, int64_t T, int64_t C) const {
-  cpu::encoder_backward(dwte, dwpe, dout, tokens, B, T, C);
+                                int64_t B, int64_t T, int64_t C, const int32_t* positions) const {
+  cpu::encoder_backward(dwte, dwpe, dout, tokens, B, T, C, positions);
   return ok_status();
 }
 
@@ -181,15 +182,16 @@ Status CpuOps::rmsnorm_backward(float* dinp, float* dweight, const float* dout, 
 
 Status CpuOps::rope_pack_qkv(float* qkv, const float* q, const float* k, const float* v,
                              const float* cos, const float* sin, int64_t B, int64_t T, int64_t NH,
-                             int64_t NKV, int64_t HD) const {
-  cpu::rope_pack_qkv(qkv, q, k, v, cos, sin, B, T, NH, NKV, HD);
+                             int64_t NKV, int64_t HD, const int32_t* positions) const {
+  cpu::rope_pack_qkv(qkv, q, k, v, cos, sin, B, T, NH, NKV, HD, positions);
   return ok_status();
 }
 
 Status CpuOps::rope_unpack_qkv_backward(float* dq, float* dk, float* dv, const float* dqkv,
                                         const float* cos, const float* sin, int64_t B, int64_t T,
-                                        int64_t NH, int64_t NKV, int64_t HD) const {
-  cpu::rope_unpack_qkv_backward(dq, dk, dv, dqkv, cos, sin, B, T, NH, NKV, HD);
+                                        int64_t NH, int64_t NKV, int64_t HD,
+                                        const int32_t* positions) const {
+  cpu::rope_unpack_qkv_backward(dq, dk, dv, dqkv, cos, sin, B, T, NH, NKV, HD, positions);
   return ok_status();
 }
 
@@ -262,14 +264,14 @@ Status CpuOps::attention_decode(float* out, const float* qkv, float* k_cache, fl
 }
 
 Status CpuOps::attention_forward_lse(float* out, float* lse, const float* qkv, int64_t B, int64_t T,
-                                     int64_t C, int64_t NH) const {
-  return cpu::attention_forward_lse(out, lse, qkv, B, T, C, NH);
+                                     int64_t C, int64_t NH, const int32_t* first) const {
+  return cpu::attention_forward_lse(out, lse, qkv, B, T, C, NH, first);
 }
 
 Status CpuOps::attention_backward_lse(float* dqkv, const float* dout, const float* qkv,
-                                      const float* lse, int64_t B, int64_t T, int64_t C,
-                                      int64_t NH) const {
-  return cpu::attention_backward_lse(dqkv, dout, qkv, lse, B, T, C, NH);
+                                      const float* lse, int64_t B, int64_t T, int64_t C, int64_t NH,
+                                      const int32_t* first) const {
+  return cpu::attention_backward_lse(dqkv, dout, qkv, lse, B, T, C, NH, first);
 }
 
 Status CpuOps::attention_forward_bf16(BFloat16* out, float* att, float* lse, const BFloat16* qkv,

@@ -50,9 +50,11 @@ class CpuOps : public Ops {
                               const BFloat16* inp, const BFloat16* weight, int64_t B, int64_t T,
                               int64_t C, int64_t OC) const override;
   Status encoder_forward(float* out, const int32_t* tokens, const float* wte, const float* wpe,
-                         int64_t B, int64_t T, int64_t C, int64_t V) const override;
+                         int64_t B, int64_t T, int64_t C, int64_t V,
+                         const int32_t* positions = nullptr) const override;
   Status encoder_backward(float* dwte, float* dwpe, const float* dout, const int32_t* tokens,
-                          int64_t B, int64_t T, int64_t C) const override;
+                          int64_t B, int64_t T, int64_t C,
+                          const int32_t* positions = nullptr) const override;
   Status layernorm_forward(float* out, float* mean, float* rstd, const float* inp,
                            const float* weight, const float* bias, int64_t B, int64_t T,
                            int64_t C) const override;
@@ -68,11 +70,12 @@ class CpuOps : public Ops {
                           const float* weight, const float* rstd, int64_t rows,
                           int64_t C) const override;
   Status rope_pack_qkv(float* qkv, const float* q, const float* k, const float* v, const float* cos,
-                       const float* sin, int64_t B, int64_t T, int64_t NH, int64_t NKV,
-                       int64_t HD) const override;
+                       const float* sin, int64_t B, int64_t T, int64_t NH, int64_t NKV, int64_t HD,
+                       const int32_t* positions = nullptr) const override;
   Status rope_unpack_qkv_backward(float* dq, float* dk, float* dv, const float* dqkv,
                                   const float* cos, const float* sin, int64_t B, int64_t T,
-                                  int64_t NH, int64_t NKV, int64_t HD) const override;
+                                  int64_t NH, int64_t NKV, int64_t HD,
+                                  const int32_t* positions = nullptr) const override;
   Status swiglu_forward(float* out, const float* gate, const float* up, int64_t N) const override;
   Status swiglu_backward(float* dgate, float* dup, const float* dout, const float* gate,
                          const float* up, int64_t N) const override;
@@ -92,9 +95,11 @@ class CpuOps : public Ops {
                           int64_t n, int64_t pos, int64_t Tmax, int64_t NH, int64_t NKV,
                           int64_t HD) const override;
   Status attention_forward_lse(float* out, float* lse, const float* qkv, int64_t B, int64_t T,
-                               int64_t C, int64_t NH) const override;
+                               int64_t C, int64_t NH,
+                               const int32_t* first = nullptr) const override;
   Status attention_backward_lse(float* dqkv, const float* dout, const float* qkv, const float* lse,
-                                int64_t B, int64_t T, int64_t C, int64_t NH) const override;
+                                int64_t B, int64_t T, int64_t C, int64_t NH,
+                                const int32_t* first = nullptr) const override;
   Status attention_forward_bf16(BFloat16* out, float* att, float* lse, const BFloat16* qkv,
                                 int64_t B, int64_t T, int64_t C, int64_t NH) const override;
   Status attention_backward_bf16(BFloat16* dqkv, const BFloat16* dout, const BFloat16* qkv,

@@ -100,12 +100,14 @@ class GuardedOps : public Ops {
                                        T, C, OC);
   }
   Status encoder_forward(float* out, const int32_t* tokens, const float* wte, const float* wpe,
-                         int64_t B, int64_t T, int64_t C, int64_t V) const override {
-    return inner_.encoder_forward(u(out), u(tokens), u(wte), u(wpe), B, T, C, V);
+                         int64_t B, int64_t T, int64_t C, int64_t V,
+                         const int32_t* positions = nullptr) const override {
+    return inner_.encoder_forward(u(out), u(tokens), u(wte), u(wpe), B, T, C, V, u(positions));
   }
   Status encoder_backward(float* dwte, float* dwpe, const float* dout, const int32_t* tokens,
-                          int64_t B, int64_t T, int64_t C) const override {
-    return inner_.encoder_backward(u(dwte), u(dwpe), u(dout), u(tokens), B, T, C);
+                          int64_t B, int64_t T, int64_t C,
+                          const int32_t* positions = nullptr) const override {
+    return inner_.encoder_backward(u(dwte), u(dwpe), u(dout), u(tokens), B, T, C, u(positions));
   }
   Status layernorm_forward(float* out, float* mean, float* rstd, const float* inp,
                            const float* weight, const float* bias, int64_t B, int64_t T,
@@ -135,15 +137,17 @@ class GuardedOps : public Ops {
                                    C);
   }
   Status rope_pack_qkv(float* qkv, const float* q, const float* k, const float* v, const float* cos,
-                       const float* sin, int64_t B, int64_t T, int64_t NH, int64_t NKV,
-                       int64_t HD) const override {
-    return inner_.rope_pack_qkv(u(qkv), u(q), u(k), u(v), u(cos), u(sin), B, T, NH, NKV, HD);
+                       const float* sin, int64_t B, int64_t T, int64_t NH, int64_t NKV, int64_t HD,
+                       const int32_t* positions = nullptr) const override {
+    return inner_.rope_pack_qkv(u(qkv), u(q), u(k), u(v), u(cos), u(sin), B, T, NH, NKV, HD,
+                                u(positions));
   }
   Status rope_unpack_qkv_backward(float* dq, float* dk, float* dv, const float* dqkv,
                                   const float* cos, const float* sin, int64_t B, int64_t T,
-                                  int64_t NH, int64_t NKV, int64_t HD) const override {
+                                  int64_t NH, int64_t NKV, int64_t HD,
+                                  const int32_t* positions = nullptr) const override {
     return inner_.rope_unpack_qkv_backward(u(dq), u(dk), u(dv), u(dqkv), u(cos), u(sin), B, T, NH,
-                                           NKV, HD);
+                                           NKV, HD, u(positions));
   }
   Status swiglu_forward(float* out, const float* gate, const float* up, int64_t N) const override {
     return inner_.swiglu_forward(u(out), u(gate), u(up), N);
@@ -187,12 +191,14 @@ class GuardedOps : public Ops {
                                    HD);
   }
   Status attention_forward_lse(float* out, float* lse, const float* qkv, int64_t B, int64_t T,
-                               int64_t C, int64_t NH) const override {
-    return inner_.attention_forward_lse(u(out), u(lse), u(qkv), B, T, C, NH);
+                               int64_t C, int64_t NH,
+                               const int32_t* first = nullptr) const override {
+    return inner_.attention_forward_lse(u(out), u(lse), u(qkv), B, T, C, NH, u(first));
   }
   Status attention_backward_lse(float* dqkv, const float* dout, const float* qkv, const float* lse,
-                                int64_t B, int64_t T, int64_t C, int64_t NH) const override {
-    return inner_.attention_backward_lse(u(dqkv), u(dout), u(qkv), u(lse), B, T, C, NH);
+                                int64_t B, int64_t T, int64_t C, int64_t NH,
+                                const int32_t* first = nullptr) const override {
+    return inner_.attention_backward_lse(u(dqkv), u(dout), u(qkv), u(lse), B, T, C, NH, u(first));
   }
   Status attention_forward_bf16(BFloat16* out, float* att, float* lse, const BFloat16* qkv,
                                 int64_t B, int64_t T, int64_t C, int64_t NH) const override {

@@ -64,7 +64,7 @@ Status GptModel::backward_block(int64_t l) {
 
 Status GptModel::backward_encoder() {
   return ops().encoder_backward(g(wte(layout())), g(wpe(layout())), acts_.dres, acts_.tokens, B_,
-                                T_, cfg_.n_embd);
+                                T_, cfg_.n_embd, doc_positions());
 }
 
 }  // namespace zerotrain::model::gpt2

@@ -12,7 +12,7 @@ namespace zerotrain::model::gpt2 {
 
 Status GptModel::forward_encoder() {
   return ops().encoder_forward(acts_.encoded, acts_.tokens, p(wte(layout())), p(wpe(layout())), B_,
-                               T_, cfg_.n_embd, cfg_.vocab_size);
+                               T_, cfg_.n_embd, cfg_.vocab_size, doc_positions());
 }
 
 Status GptModel::forward_block(int64_t l) {

@@ -95,7 +95,7 @@ Status GptModel::attention_fwd(const LayerActivations& a) {
   const int64_t B = B_, T = T_, C = cfg_.n_embd, NH = cfg_.n_head;
   const bool lse = options().recompute_attention;
   if (!bf16_compute()) {
-    return lse ? ops().attention_forward_lse(a.atty, a.att, a.qkv, B, T, C, NH)
+    return lse ? ops().attention_forward_lse(a.atty, a.att, a.qkv, B, T, C, NH, doc_first_key())
                : ops().attention_forward(a.atty, a.att, a.qkv, B, T, C, NH);
   }
   // Autocast's qkv (the c_attn GEMM wrote it rounded); the output is
@@ -110,7 +110,8 @@ Status GptModel::attention_bwd(const LayerActivations& a) {
   Activations& s = acts_;
   if (!bf16_compute()) {
     ZT_RETURN_IF_ERROR(zero(s.dqkv, B * T * 3 * C));  // it adds
-    return lse ? ops().attention_backward_lse(s.dqkv, s.datty, a.qkv, a.att, B, T, C, NH)
+    return lse ? ops().attention_backward_lse(s.dqkv, s.datty, a.qkv, a.att, B, T, C, NH,
+                                              doc_first_key())
                : ops().attention_backward(s.dqkv, s.datty, a.qkv, a.att, B, T, C, NH);
   }
   // d atty in x16 (attention_input_gradient); d qkv overwritten into d16.

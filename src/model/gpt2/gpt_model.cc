@@ -94,6 +94,15 @@ void GptModel::init_range(uint64_t seed, int64_t begin, int64_t end, float* host
   init_parameter_range(layout(), seed, begin, end, host);
 }
 
+Status GptModel::supports_packed_documents() const {
+  if (bf16_compute() || !options().recompute_attention) {
+    return invalid_argument(
+        "packed documents: gpt2 runs them in fp32 with recompute_attention only (its bf16 "
+        "attention and saved attention maps take no document starts yet)");
+  }
+  return ok_status();
+}
+
 const float* GptModel::p(const TensorInfo& t) const {
   return group_parameters(t.group) + (t.offset - layout().groups()[t.group].offset);
 }

@@ -61,6 +61,8 @@ class GptModel : public Module {
   void init_range(uint64_t seed, int64_t begin, int64_t end, float* host) const override;
   bool checkpointable_stage(int s) const override { return s > 0 && s < num_groups() - 1; }
   StatusOr<std::unique_ptr<Decoder>> make_decoder(int64_t batch, int64_t max_seq) const override;
+  // fp32 with recompute_attention (the lse attention takes document starts).
+  Status supports_packed_documents() const override;
 
   // [B,T,Vp] of the last forward, in device memory (full_logits only; else
   // the last chunk's rows, on the fp32 path overwritten by their dlogits

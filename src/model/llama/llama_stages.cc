@@ -35,8 +35,8 @@ Status LlamaModel::forward_block(int64_t l) {
   ZT_RETURN_IF_ERROR(linear_fwd(a.k, k.ln, block(l, s.k_weight), block_bias(l, s.k_bias), C, KC));
   ZT_RETURN_IF_ERROR(linear_fwd(a.v, k.ln, block(l, s.v_weight), block_bias(l, s.v_bias), C, KC));
   ZT_RETURN_IF_ERROR(o.rope_pack_qkv(k.qkv, a.q, a.k, a.v, k.rope_cos, k.rope_sin, B_, T_, NH,
-                                     cfg_.num_kv_heads, cfg_.head_dim()));
-  ZT_RETURN_IF_ERROR(o.attention_forward_lse(a.atty, a.lse, k.qkv, B_, T_, C, NH));
+                                     cfg_.num_kv_heads, cfg_.head_dim(), doc_positions()));
+  ZT_RETURN_IF_ERROR(o.attention_forward_lse(a.atty, a.lse, k.qkv, B_, T_, C, NH, doc_first_key()));
   ZT_RETURN_IF_ERROR(
       linear_fwd(k.proj, a.atty, block(l, s.o_weight), block_bias(l, s.o_bias), C, C));
   ZT_RETURN_IF_ERROR(o.residual_forward(a.res2, x, k.proj, BT * C));
@@ -76,11 +76,13 @@ Status LlamaModel::backward_block(int64_t l) {
   ZT_RETURN_IF_ERROR(linear_bwd(k.datty, block(l, s.o_weight), block_bias(l, s.o_bias), k.dres,
                                 a.atty, C, C, false));
   ZT_RETURN_IF_ERROR(o.rope_pack_qkv(k.qkv, a.q, a.k, a.v, k.rope_cos, k.rope_sin, B_, T_, NH,
-                                     cfg_.num_kv_heads, cfg_.head_dim()));
+                                     cfg_.num_kv_heads, cfg_.head_dim(), doc_positions()));
   ZT_RETURN_IF_ERROR(zero(k.dqkv, BT * 3 * C));
-  ZT_RETURN_IF_ERROR(o.attention_backward_lse(k.dqkv, k.datty, k.qkv, a.lse, B_, T_, C, NH));
+  ZT_RETURN_IF_ERROR(
+      o.attention_backward_lse(k.dqkv, k.datty, k.qkv, a.lse, B_, T_, C, NH, doc_first_key()));
   ZT_RETURN_IF_ERROR(o.rope_unpack_qkv_backward(k.dq, k.dk, k.dv, k.dqkv, k.rope_cos, k.rope_sin,
-                                                B_, T_, NH, cfg_.num_kv_heads, cfg_.head_dim()));
+                                                B_, T_, NH, cfg_.num_kv_heads, cfg_.head_dim(),
+                                                doc_positions()));
   ZT_RETURN_IF_ERROR(o.rmsnorm_forward(k.ln, nullptr, x, p(block(l, s.input_norm)), BT, C, eps));
   ZT_RETURN_IF_ERROR(
       linear_bwd(k.dln, block(l, s.q_weight), block_bias(l, s.q_bias), k.dq, k.ln, C, C, false));

@@ -26,6 +26,7 @@ StatusOr<TokenDataset> TokenDataset::open(const std::vector<std::string>& paths)
     ds.vocab_size_ = shard.header().vocab_size;
     ds.block_tokens_ = shard.header().block_tokens;
     ds.has_loss_mask_ = ds.has_loss_mask_ || shard.header().has_loss_mask;
+    ds.has_doc_starts_ = ds.has_doc_starts_ || shard.header().has_doc_starts;
     ds.shard_begin_.push_back(ds.size_);
     ds.size_ += shard.size();
     ds.shards_.push_back(std::move(shard));
@@ -54,9 +55,12 @@ StatusOr<TokenDataset> TokenDataset::open_split(const std::string& dir, std::str
 }
 
 TokenDataset TokenDataset::from_tokens(std::vector<uint32_t> tokens, uint32_t vocab_size,
-                                       std::vector<uint8_t> trained, uint32_t block_tokens) {
+                                       std::vector<uint8_t> trained, uint32_t block_tokens,
+                                       std::vector<uint8_t> doc_starts) {
   ZT_CHECK(trained.empty() || trained.size() == tokens.size(), "mask of ", trained.size(), " for ",
            tokens.size(), " tokens");
+  ZT_CHECK(doc_starts.empty() || doc_starts.size() == tokens.size(), "starts of ",
+           doc_starts.size(), " for ", tokens.size(), " tokens");
   ZT_CHECK(vocab_size >= 1 && vocab_size <= 0x7FFFFFFFu, "vocab_size ", vocab_size);
   for (size_t i = 0; i < tokens.size(); ++i) {
     ZT_CHECK(tokens[i] < vocab_size, "token ", tokens[i], " at ", i, " >= vocab ", vocab_size);
@@ -68,6 +72,8 @@ TokenDataset TokenDataset::from_tokens(std::vector<uint32_t> tokens, uint32_t vo
   ds.has_loss_mask_ = !trained.empty();
   ds.memory_trained_ = std::move(trained);
   ds.block_tokens_ = block_tokens;
+  ds.has_doc_starts_ = !doc_starts.empty();
+  ds.memory_starts_ = std::move(doc_starts);
   return ds;
 }
 
@@ -105,6 +111,21 @@ void TokenDataset::copy_trained(uint64_t begin, uint64_t count, uint8_t* out) co
   }
   for_each_shard_run(begin, count, [&](const TokenShard& shard, uint64_t local, uint64_t n,
                                        uint64_t at) { shard.copy_trained(local, n, out + at); });
+}
+
+void TokenDataset::copy_doc_starts(uint64_t begin, uint64_t count, uint8_t* out) const {
+  ZT_CHECK(begin <= size_ && count <= size_ - begin, "copy_doc_starts [", begin, ", +", count,
+           ") of ", size_);
+  if (shards_.empty()) {
+    for (uint64_t i = 0; i < count; ++i) {
+      out[i] = memory_starts_.empty() ? 0 : memory_starts_[begin + i];
+    }
+    return;
+  }
+  for_each_shard_run(begin, count,
+                     [&](const TokenShard& shard, uint64_t local, uint64_t n, uint64_t at) {
+                       shard.copy_doc_starts(local, n, out + at);
+                     });
 }
 
 }  // namespace zerotrain::train

@@ -30,7 +30,8 @@ class TokenDataset {
   // An in-memory dataset. REQUIRES: every token < vocab_size <= 2^31 - 1;
   // `trained` empty (every token trained) or one 0/1 a token.
   static TokenDataset from_tokens(std::vector<uint32_t> tokens, uint32_t vocab_size,
-                                  std::vector<uint8_t> trained = {}, uint32_t block_tokens = 0);
+                                  std::vector<uint8_t> trained = {}, uint32_t block_tokens = 0,
+                                  std::vector<uint8_t> doc_starts = {});
 
   uint64_t size() const { return size_; }
   uint32_t vocab_size() const { return vocab_size_; }
@@ -40,6 +41,9 @@ class TokenDataset {
   // records): copy_trained then says which tokens are trained targets.
   bool has_loss_mask() const { return has_loss_mask_; }
   void copy_trained(uint64_t begin, uint64_t count, uint8_t* out) const;
+  // Packed documents (`data tokenize --pack`): where each begins.
+  bool has_doc_starts() const { return has_doc_starts_; }
+  void copy_doc_starts(uint64_t begin, uint64_t count, uint8_t* out) const;
   // The block size examples were padded to (0: packed); every shard agrees.
   uint32_t block_tokens() const { return block_tokens_; }
 
@@ -54,7 +58,8 @@ class TokenDataset {
   std::vector<uint64_t> shard_begin_;  // [shards_] global offset of each shard's first token
   std::vector<uint32_t> memory_;       // used when shards_ is empty
   std::vector<uint8_t> memory_trained_;  // with memory_, when it has a mask
-  bool has_loss_mask_ = false;
+  std::vector<uint8_t> memory_starts_;   // with memory_, packed documents
+  bool has_loss_mask_ = false, has_doc_starts_ = false;
   uint32_t block_tokens_ = 0;
   uint64_t size_ = 0;
   uint32_t vocab_size_ = 0;

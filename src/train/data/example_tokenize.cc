@@ -93,11 +93,23 @@ StatusOr<Examples> read_jsonl(const std::string& path, text::Tokenizer& tok,
   return ex;
 }
 
-// Appends examples [begin, end) to `out`: packed, or each in its own block.
+// Appends examples [begin, end) to `out` in blocks of seq_len: one example
+// a block, or (pack) as many whole examples as fit, each marked where it
+// begins so that it attends only to itself. Without seq_len, one after
+// another (a stream). An example longer than a block is cut to it.
 void lay_out(const std::vector<EncodedExample>& list, size_t begin, size_t end,
              const ExampleTokenizeOptions& o, bool mask, uint32_t pad, SplitTokens& out,
              TokenizeSummary& s) {
-  const auto block = static_cast<size_t>(o.pack ? 0 : o.seq_len);
+  const auto block = static_cast<size_t>(std::max<int64_t>(o.seq_len, 0));
+  size_t used = 0;  // tokens of the current block
+  const auto pad_to_block_end = [&]() {
+    for (size_t k = used; block > 0 && used > 0 && k < block; ++k) {
+      out.tokens.push_back(pad);
+      out.trained.push_back(0);
+      if (o.pack) out.doc_starts.push_back(k == used ? 1 : 0);  // the padding is its own
+    }
+    used = 0;
+  };
   for (size_t i = begin; i < end; ++i) {
     const EncodedExample& e = list[i];
     size_t n = e.ids.size();
@@ -105,22 +117,27 @@ void lay_out(const std::vector<EncodedExample>& list, size_t begin, size_t end,
       n = block;
       ++s.truncated;
     }
+    if (!o.pack || used + n > block) pad_to_block_end();
     out.tokens.insert(out.tokens.end(), e.ids.begin(), e.ids.begin() + n);
     if (mask) {
       const size_t at = out.trained.size();
       out.trained.insert(out.trained.end(), e.trained.begin(), e.trained.begin() + n);
-      // In a block the first token is only ever the previous block's last
-      // target: another example's, never trained.
+      // An example's first token is only ever the target of what precedes
+      // it: another example's, never trained.
       if (block > 0) out.trained[at] = 0;
     }
-    for (size_t k = n; block > 0 && k < block; ++k) {
-      out.tokens.push_back(pad);
-      out.trained.push_back(0);
+    if (o.pack) {
+      out.doc_starts.push_back(1);
+      out.doc_starts.insert(out.doc_starts.end(), n - 1, 0);
     }
+    used += n;
+    if (used == block) used = 0;
   }
+  pad_to_block_end();
   if (block > 0 && !out.tokens.empty()) {  // the last block's last target
     out.tokens.push_back(pad);
     out.trained.push_back(0);
+    if (o.pack) out.doc_starts.push_back(1);
   }
 }
 
@@ -162,10 +179,10 @@ Status tokenize_examples(const std::string& input_path, const std::string& outpu
     return invalid_argument("tokenize: val_fraction " + std::to_string(o.val_fraction) +
                             " is outside [0, 1)");
   }
-  if (o.pack && o.seq_len > 0) {
+  if (o.pack && o.seq_len <= 0) {
     return invalid_argument(
-        "tokenize: --pack and --seq-len exclude each other (packed examples "
-        "fill any sequence length; --seq-len puts each in its own block)");
+        "tokenize: --pack needs --seq-len T, the block examples are packed "
+        "into");
   }
   if (!o.jsonl) {
     if (o.seq_len > 0) {
@@ -197,13 +214,13 @@ Status tokenize_examples(const std::string& input_path, const std::string& outpu
   }
   ZT_ASSIGN_OR_RETURN(ChatFormat format, chat_format_for(tok, o.chat_format));
   ZT_ASSIGN_OR_RETURN(Examples ex, read_jsonl(input_path, tok, o, format));
-  if (ex.masked && !o.pack && o.seq_len <= 0) {
+  if (ex.masked && o.seq_len <= 0) {
     return invalid_argument("tokenize: " + input_path +
                             " has chat or prompt/completion records: give --seq-len T (each "
-                            "example in its own block of T tokens, as the trainer's --seq-len) "
-                            "or --pack");
+                            "example in its own block of T tokens, as the trainer's --seq-len; "
+                            "with --pack, as many as fit)");
   }
-  const bool mask = ex.masked || (!o.pack && o.seq_len > 0);
+  const bool mask = ex.masked || o.seq_len > 0;
   const size_t n = ex.list.size();
   const auto val = static_cast<size_t>(static_cast<double>(n) * o.val_fraction);
   if (val == n) return invalid_argument("tokenize: no examples left for the train split");
@@ -212,7 +229,7 @@ Status tokenize_examples(const std::string& input_path, const std::string& outpu
   lay_out(ex.list, 0, n - val, o, mask, pad, train, s);
   lay_out(ex.list, n - val, n, o, mask, pad, held, s);
   const uint64_t truncated = s.truncated;
-  const auto block = static_cast<uint32_t>(o.pack ? 0 : std::max<int64_t>(o.seq_len, 0));
+  const auto block = static_cast<uint32_t>(std::max<int64_t>(o.seq_len, 0));
   ZT_RETURN_IF_ERROR(
       write_split_tokens(train, held, tok.vocab_size(), output_dir, o.shard_tokens, block, &s));
   s.examples = n;
@@ -220,7 +237,9 @@ Status tokenize_examples(const std::string& input_path, const std::string& outpu
   s.trained_tokens =
       mask ? std::count(train.trained.begin(), train.trained.end(), 1) : train.tokens.size();
   s.layout =
-      std::string(block > 0 ? "blocks of " + std::to_string(block) : "packed") +
+      std::string(block == 0 ? "stream"
+                  : o.pack   ? "packed into blocks of " + std::to_string(block)
+                             : "blocks of " + std::to_string(block)) +
       (mask ? ", loss-masked (chat format " + std::string(chat_format_name(format)) + ")" : "");
   return ok_status();
 }

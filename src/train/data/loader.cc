@@ -51,6 +51,14 @@ void TokenBatch::split(std::vector<int32_t>* inputs, std::vector<int32_t>* targe
   }
 }
 
+void window_doc_starts(const uint8_t* bits, int64_t T, int32_t* out) {
+  int32_t start = 0;
+  for (int64_t t = 0; t < T; ++t) {
+    if (bits[t]) start = static_cast<int32_t>(t);
+    out[t] = start;
+  }
+}
+
 uint64_t window_count(uint64_t token_count, int64_t seq_len) {
   if (seq_len <= 0 || token_count < 1) return 0;
   return (token_count - 1) / static_cast<uint64_t>(seq_len);
@@ -116,8 +124,10 @@ void DataLoader::next(TokenBatch* out) {
   out->seq_len = t;
   out->tokens.resize(static_cast<size_t>(b * (t + 1)));
   out->windows.resize(static_cast<size_t>(b));
-  const bool masked = dataset_->has_loss_mask();
+  const bool masked = dataset_->has_loss_mask(), packed = dataset_->has_doc_starts();
   out->trained.resize(masked ? static_cast<size_t>(b * (t + 1)) : 0);
+  out->doc_starts.resize(packed ? static_cast<size_t>(b * t) : 0);
+  std::vector<uint8_t> bits(packed ? static_cast<size_t>(t) : 0);
   const uint64_t first = position_.window + static_cast<uint64_t>(options_.rank * b);
   for (int64_t j = 0; j < b; ++j) {
     const uint64_t w = order_[first + static_cast<uint64_t>(j)];
@@ -127,6 +137,11 @@ void DataLoader::next(TokenBatch* out) {
     if (masked) {
       dataset_->copy_trained(w * static_cast<uint64_t>(t), static_cast<uint64_t>(t + 1),
                              out->trained.data() + j * (t + 1));
+    }
+    if (packed) {
+      dataset_->copy_doc_starts(w * static_cast<uint64_t>(t), static_cast<uint64_t>(t),
+                                bits.data());
+      window_doc_starts(bits.data(), t, out->doc_starts.data() + j * t);
     }
   }
   position_.window += static_cast<uint64_t>(b * options_.world_size);

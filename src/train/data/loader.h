@@ -66,13 +66,25 @@ struct TokenBatch {
   int64_t seq_len = 0;            // T
   std::vector<int32_t> tokens;    // [B, T+1] windows, row-major
   std::vector<uint8_t> trained;   // [B, T+1] with a loss mask (else empty): 0 = not a target
+  // [B, T] with packed documents (else empty): the row index where each
+  // input token's document begins (Module::forward's doc_starts).
+  std::vector<int32_t> doc_starts;
   std::vector<uint64_t> windows;  // [B] window ids (window w starts at token w*T)
 
   const int32_t* row(int64_t b) const { return tokens.data() + b * (seq_len + 1); }
+  // doc_starts for Module::forward: null when the batch is not packed.
+  const int32_t* doc_starts_or_null() const {
+    return doc_starts.empty() ? nullptr : doc_starts.data();
+  }
   // inputs[b, t] = row(b)[t], targets[b, t] = row(b)[t + 1]; both [B, T].
   // A target the loss mask excludes is -1 (ignored by the loss).
   void split(std::vector<int32_t>* inputs, std::vector<int32_t>* targets) const;
 };
+
+// A window's document starts (Module::forward's doc_starts) from its
+// tokens' begins-a-document bits: out[t] = the last k <= t with bits[k],
+// else 0 (a document that began before the window starts at 0 in it).
+void window_doc_starts(const uint8_t* bits, int64_t T, int32_t* out);
 
 // W = floor((token_count - 1) / seq_len); 0 when token_count < seq_len + 1.
 uint64_t window_count(uint64_t token_count, int64_t seq_len);

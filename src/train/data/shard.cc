@@ -6,8 +6,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <utility>
 #include <vector>
 
 #include "core/atomic_file.h"
@@ -20,7 +22,20 @@ namespace {
 constexpr size_t kOffVersion = 8, kOffHeaderBytes = 12, kOffTokenBytes = 16, kOffVocab = 20,
                  kOffCount = 24, kOffPayloadCrc = 32, kOffHeaderCrc = 36, kOffFlags = 40,
                  kOffBlockTokens = 44;
-constexpr uint32_t kFlagLossMask = 1;
+constexpr uint32_t kFlagLossMask = 1, kFlagDocStarts = 2;
+
+// One bit a token, LSB first.
+void put_bits(std::span<const uint8_t> bits, unsigned char* out) {
+  for (size_t i = 0; i < bits.size(); ++i) {
+    if (bits[i] != 0) out[i / 8] |= static_cast<unsigned char>(1u << (i % 8));
+  }
+}
+void get_bits(const unsigned char* bits, uint64_t begin, uint64_t count, uint8_t* out) {
+  for (uint64_t i = 0; i < count; ++i) {
+    const uint64_t k = begin + i;
+    out[i] = bits == nullptr ? 0 : static_cast<uint8_t>((bits[k / 8] >> (k % 8)) & 1u);
+  }
+}
 // Ids reach the model as int32_t.
 constexpr uint32_t kMaxVocab = 0x7FFFFFFF;
 
@@ -88,8 +103,9 @@ StatusOr<ShardHeader> parse_header(const std::string& path, const unsigned char*
   hd.payload_crc32 = get_u32(h + kOffPayloadCrc);
   const uint32_t flags = hd.version >= 2 ? get_u32(h + kOffFlags) : 0;
   hd.has_loss_mask = (flags & kFlagLossMask) != 0;
+  hd.has_doc_starts = (flags & kFlagDocStarts) != 0;
   hd.block_tokens = hd.version >= 2 ? get_u32(h + kOffBlockTokens) : 0;
-  if ((flags & ~kFlagLossMask) != 0) {
+  if ((flags & ~(kFlagLossMask | kFlagDocStarts)) != 0) {
     return corruption(where + "unknown flags " + hex32(flags) + " in the header");
   }
   const uint32_t header_bytes = get_u32(h + kOffHeaderBytes);
@@ -101,7 +117,8 @@ StatusOr<ShardHeader> parse_header(const std::string& path, const unsigned char*
                       std::to_string(hd.vocab_size) + ")");
   }
   const uint64_t payload = file_bytes - kShardHeaderBytes;
-  const uint64_t mask_bytes = hd.has_loss_mask ? (hd.token_count + 7) / 8 : 0;
+  const uint64_t mask_bytes =
+      ((hd.has_loss_mask ? 1 : 0) + (hd.has_doc_starts ? 1 : 0)) * ((hd.token_count + 7) / 8);
   if (hd.token_count > payload / hd.token_bytes ||
       payload != hd.token_count * hd.token_bytes + mask_bytes) {
     const bool short_file = hd.token_count > payload / hd.token_bytes ||
@@ -109,7 +126,7 @@ StatusOr<ShardHeader> parse_header(const std::string& path, const unsigned char*
     return corruption(
         where + (short_file ? "truncated" : "trailing bytes") + ": header says " +
         std::to_string(hd.token_count) + " tokens of " + std::to_string(hd.token_bytes) + " bytes" +
-        (hd.has_loss_mask ? " and a " + std::to_string(mask_bytes) + "-byte mask" : "") +
+        (mask_bytes > 0 ? " and " + std::to_string(mask_bytes) + " bytes of masks" : "") +
         ", file has " + std::to_string(payload) + " payload bytes");
   }
   return hd;
@@ -119,9 +136,12 @@ StatusOr<ShardHeader> parse_header(const std::string& path, const unsigned char*
 
 Status write_token_shard(const std::string& path, std::span<const uint32_t> tokens,
                          uint32_t vocab_size, uint32_t token_bytes, const ShardExtras& extras) {
-  if (!extras.trained.empty() && extras.trained.size() != tokens.size()) {
-    return invalid_argument("token shard " + path + ": " + std::to_string(extras.trained.size()) +
-                            " loss-mask entries for " + std::to_string(tokens.size()) + " tokens");
+  for (const auto& [bits, what] :
+       {std::pair{extras.trained, "loss-mask"}, std::pair{extras.doc_starts, "document-start"}}) {
+    if (!bits.empty() && bits.size() != tokens.size()) {
+      return invalid_argument("token shard " + path + ": " + std::to_string(bits.size()) + " " +
+                              what + " entries for " + std::to_string(tokens.size()) + " tokens");
+    }
   }
   if (vocab_size == 0 || vocab_size > kMaxVocab) {
     return invalid_argument("token shard " + path + ": vocab_size " + std::to_string(vocab_size) +
@@ -140,23 +160,21 @@ Status write_token_shard(const std::string& path, std::span<const uint32_t> toke
                               std::to_string(vocab_size));
     }
   }
-  const bool mask = !extras.trained.empty();
-  const size_t token_payload = tokens.size() * token_bytes;
+  const bool mask = !extras.trained.empty(), starts = !extras.doc_starts.empty();
+  const size_t token_payload = tokens.size() * token_bytes, bit_bytes = (tokens.size() + 7) / 8;
   std::vector<unsigned char> bytes(
-      kShardHeaderBytes + token_payload + (mask ? (tokens.size() + 7) / 8 : 0), 0);
+      kShardHeaderBytes + token_payload + ((mask ? 1 : 0) + (starts ? 1 : 0)) * bit_bytes, 0);
   unsigned char* h = bytes.data();
   encode_tokens(tokens, token_bytes, h + kShardHeaderBytes);
-  if (mask) {
-    unsigned char* m = h + kShardHeaderBytes + token_payload;
-    for (size_t i = 0; i < tokens.size(); ++i) {
-      if (extras.trained[i] != 0) m[i / 8] |= static_cast<unsigned char>(1u << (i % 8));
-    }
+  if (mask) put_bits(extras.trained, h + kShardHeaderBytes + token_payload);
+  if (starts) {
+    put_bits(extras.doc_starts, h + kShardHeaderBytes + token_payload + (mask ? bit_bytes : 0));
   }
   std::memcpy(h, kShardMagic, sizeof(kShardMagic));
-  const bool v2 = mask || extras.block_tokens != 0;
+  const bool v2 = mask || starts || extras.block_tokens != 0;
   put_u32(h + kOffVersion, v2 ? kShardVersion : 1);
   if (v2) {
-    put_u32(h + kOffFlags, mask ? kFlagLossMask : 0);
+    put_u32(h + kOffFlags, (mask ? kFlagLossMask : 0) | (starts ? kFlagDocStarts : 0));
     put_u32(h + kOffBlockTokens, extras.block_tokens);
   }
   put_u32(h + kOffHeaderBytes, kShardHeaderBytes);
@@ -197,9 +215,13 @@ StatusOr<TokenShard> TokenShard::open(const std::string& path) {
   const auto* bytes = static_cast<const unsigned char*>(shard.map_);
   ZT_ASSIGN_OR_RETURN(shard.header_, parse_header(path, bytes, shard.map_bytes_));
   shard.payload_ = bytes + kShardHeaderBytes;
+  const unsigned char* bits =
+      shard.payload_ + shard.header_.token_count * shard.header_.token_bytes;
   if (shard.header_.has_loss_mask) {
-    shard.mask_ = shard.payload_ + shard.header_.token_count * shard.header_.token_bytes;
+    shard.mask_ = bits;
+    bits += (shard.header_.token_count + 7) / 8;
   }
+  if (shard.header_.has_doc_starts) shard.starts_ = bits;
   const uint64_t payload_bytes = shard.map_bytes_ - kShardHeaderBytes;
   const uint32_t computed = crc32(shard.payload_, payload_bytes);
   if (computed != shard.header_.payload_crc32) {
@@ -229,6 +251,8 @@ TokenShard& TokenShard::operator=(TokenShard&& other) noexcept {
     map_bytes_ = other.map_bytes_;
     payload_ = other.payload_;
     mask_ = other.mask_;
+    starts_ = other.starts_;
+    other.starts_ = nullptr;
     other.map_ = nullptr;
     other.map_bytes_ = 0;
     other.payload_ = nullptr;
@@ -265,10 +289,17 @@ void TokenShard::copy(uint64_t begin, uint64_t count, int32_t* out) const {
 void TokenShard::copy_trained(uint64_t begin, uint64_t count, uint8_t* out) const {
   ZT_CHECK(begin + count <= header_.token_count, "copy_trained [", begin, ", ", begin + count,
            ") of ", header_.token_count);
-  for (uint64_t i = 0; i < count; ++i) {
-    const uint64_t k = begin + i;
-    out[i] = mask_ == nullptr ? 1 : static_cast<uint8_t>((mask_[k / 8] >> (k % 8)) & 1u);
+  if (mask_ == nullptr) {
+    std::fill_n(out, count, uint8_t{1});
+    return;
   }
+  get_bits(mask_, begin, count, out);
+}
+
+void TokenShard::copy_doc_starts(uint64_t begin, uint64_t count, uint8_t* out) const {
+  ZT_CHECK(begin + count <= header_.token_count, "copy_doc_starts [", begin, ", ", begin + count,
+           ") of ", header_.token_count);
+  get_bits(starts_, begin, count, out);
 }
 
 }  // namespace zerotrain::train

@@ -35,6 +35,7 @@ struct ShardHeader {
   uint64_t token_count = 0;
   uint32_t payload_crc32 = 0;  // CRC-32 of the payload (tokens, then the mask's bytes)
   bool has_loss_mask = false;  // version 2: a bit per token follows the tokens
+  bool has_doc_starts = false;  // version 2: a bit per token (document begins) follows those
   uint32_t block_tokens =
       0;  // version 2: examples padded to blocks of this many tokens (0: packed)
 };
@@ -43,6 +44,7 @@ struct ShardHeader {
 // block_tokens 0 write version 1 (what older readers read).
 struct ShardExtras {
   std::span<const uint8_t> trained;  // [tokens] 1: the token is a trained target, 0: ignored
+  std::span<const uint8_t> doc_starts;  // [tokens] 1: a packed document begins at the token
   uint32_t block_tokens = 0;
 };
 
@@ -50,7 +52,8 @@ struct ShardExtras {
 // 0 for "the smallest that holds vocab_size" (2 up to 65536). InvalidArgument
 // when a token is >= vocab_size (names its index) or the width cannot hold
 // the vocabulary; IoError naming the path when the OS refuses.
-// InvalidArgument too when `trained` is non-empty and not one entry a token.
+// InvalidArgument too when `trained` or `doc_starts` is non-empty and not
+// one entry a token.
 Status write_token_shard(const std::string& path, std::span<const uint32_t> tokens,
                          uint32_t vocab_size, uint32_t token_bytes = 0,
                          const ShardExtras& extras = {});
@@ -79,6 +82,9 @@ class TokenShard {
   // out[i] = 1 when token begin + i is a trained target (always, without a
   // loss mask), else 0. REQUIRES: begin + count <= size().
   void copy_trained(uint64_t begin, uint64_t count, uint8_t* out) const;
+  // out[i] = 1 when a packed document begins at token begin + i (0 without
+  // document starts).
+  void copy_doc_starts(uint64_t begin, uint64_t count, uint8_t* out) const;
 
  private:
   TokenShard() = default;
@@ -89,7 +95,8 @@ class TokenShard {
   void* map_ = nullptr;  // whole file, PROT_READ
   size_t map_bytes_ = 0;
   const unsigned char* payload_ = nullptr;
-  const unsigned char* mask_ = nullptr;  // after the tokens, version 2 with a mask
+  const unsigned char* mask_ = nullptr;    // after the tokens, version 2 with a mask
+  const unsigned char* starts_ = nullptr;  // after the mask (or the tokens)
 };
 
 }  // namespace zerotrain::train

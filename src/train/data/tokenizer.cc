@@ -70,12 +70,15 @@ Status check_output_dir(const std::string& dir) {
 
 Status write_split(std::span<const uint32_t> tokens, uint32_t vocab, const std::string& dir,
                    const char* split, uint64_t shard_tokens, TokenizeSummary* summary,
-                   std::span<const uint8_t> trained = {}, uint32_t block_tokens = 0) {
+                   std::span<const uint8_t> trained = {}, uint32_t block_tokens = 0,
+                   std::span<const uint8_t> doc_starts = {}) {
   for (uint64_t i = 0, begin = 0; begin < tokens.size(); ++i, begin += shard_tokens) {
     const uint64_t n = std::min<uint64_t>(shard_tokens, tokens.size() - begin);
     const std::string path = shard_name(dir, split, i);
-    const ShardExtras extras{.trained = trained.empty() ? trained : trained.subspan(begin, n),
-                             .block_tokens = block_tokens};
+    const ShardExtras extras{
+        .trained = trained.empty() ? trained : trained.subspan(begin, n),
+        .doc_starts = doc_starts.empty() ? doc_starts : doc_starts.subspan(begin, n),
+        .block_tokens = block_tokens};
     ZT_RETURN_IF_ERROR(write_token_shard(path, tokens.subspan(begin, n), vocab, 0, extras));
     summary->files.push_back(path);
   }
@@ -141,9 +144,9 @@ Status write_split_tokens(const SplitTokens& train, const SplitTokens& val, uint
   s->val_tokens = val.tokens.size();
   s->files.clear();
   ZT_RETURN_IF_ERROR(write_split(train.tokens, vocab_size, output_dir, "train", shard_tokens, s,
-                                 train.trained, block_tokens));
+                                 train.trained, block_tokens, train.doc_starts));
   return write_split(val.tokens, vocab_size, output_dir, "val", shard_tokens, s, val.trained,
-                     block_tokens);
+                     block_tokens, val.doc_starts);
 }
 
 Status tokenize_text_file(const std::string& input_path, const std::string& output_dir,

@@ -77,6 +77,7 @@ Status write_token_splits(std::span<const uint32_t> tokens, uint32_t vocab_size,
 struct SplitTokens {
   std::vector<uint32_t> tokens;
   std::vector<uint8_t> trained;
+  std::vector<uint8_t> doc_starts;  // packed documents: 1 where one begins (else empty)
 };
 
 // Writes `train` and `val` (which may be empty) as shards of at most

@@ -16,35 +16,37 @@ namespace zerotrain::device::cpu {
 namespace attention_detail {
 
 ZT_SIMD_CLONES void causal_softmax_rows(float* att, int64_t ld, int64_t t0, int64_t rows,
-                                        int64_t width, float* lse) {
+                                        int64_t width, float* lse, const int32_t* first) {
   for (int64_t i = 0; i < rows; ++i) {
-    const int64_t t = t0 + i;
+    const int64_t t = t0 + i, lo = first ? first[i] : 0;
     float* row = att + i * ld;
-    float maxv = row[0];
+    for (int64_t j = 0; j < lo; ++j) row[j] = 0.0f;
+    float maxv = row[lo];
 #pragma omp simd reduction(max : maxv)
-    for (int64_t j = 0; j <= t; ++j) maxv = row[j] > maxv ? row[j] : maxv;
+    for (int64_t j = lo; j <= t; ++j) maxv = row[j] > maxv ? row[j] : maxv;
     float sum = 0.0f;
 #pragma omp simd reduction(+ : sum)
-    for (int64_t j = 0; j <= t; ++j) {
+    for (int64_t j = lo; j <= t; ++j) {
       row[j] = fast_exp(row[j] - maxv);
       sum += row[j];
     }
     const float inv = 1.0f / sum;
 #pragma omp simd
-    for (int64_t j = 0; j <= t; ++j) row[j] *= inv;
+    for (int64_t j = lo; j <= t; ++j) row[j] *= inv;
     for (int64_t j = t + 1; j < width; ++j) row[j] = 0.0f;
     if (lse) lse[i] = maxv + std::log(sum);
   }
 }
 
 ZT_SIMD_CLONES void causal_exp_rows(float* p, int64_t ld, int64_t t0, int64_t rows, int64_t width,
-                                    const float* lse) {
+                                    const float* lse, const int32_t* first) {
   for (int64_t i = 0; i < rows; ++i) {
-    const int64_t t = t0 + i;
+    const int64_t t = t0 + i, lo = first ? first[i] : 0;
     float* row = p + i * ld;
     const float l = lse[i];
+    for (int64_t j = 0; j < lo; ++j) row[j] = 0.0f;
 #pragma omp simd
-    for (int64_t j = 0; j <= t; ++j) row[j] = fast_exp(row[j] - l);
+    for (int64_t j = lo; j <= t; ++j) row[j] = fast_exp(row[j] - l);
     for (int64_t j = t + 1; j < width; ++j) row[j] = 0.0f;
   }
 }
@@ -106,13 +108,15 @@ Status block_scores(float* s, const float* q, int64_t r0, int64_t rows, const Di
 // One head by row blocks: att = softmax_causal(scale·q·kᵀ), y = att·v.
 // att rows go to `att` ([T,T], kept) or to the reused `work` block; lse
 // ([T]) receives the per-row log-sum-exp when not null.
-Status head_forward(float* y, float* att, float* lse, const float* q, float* work, const Dims& d) {
+Status head_forward(float* y, float* att, float* lse, const float* q, float* work, const Dims& d,
+                    const int32_t* first) {
   const int64_t T = d.T, C = d.C;
   for (int64_t r0 = 0; r0 < T; r0 += kRowBlock) {
     const int64_t rows = std::min(kRowBlock, T - r0), cols = r0 + rows;
     float* a = att ? att + r0 * T : work;
     ZT_RETURN_IF_ERROR(block_scores(a, q, r0, rows, d));
-    causal_softmax_rows(a, T, r0, rows, att ? T : cols, lse ? lse + r0 : nullptr);
+    causal_softmax_rows(a, T, r0, rows, att ? T : cols, lse ? lse + r0 : nullptr,
+                        first ? first + r0 : nullptr);
     ZT_RETURN_IF_ERROR(matmul(gemm(false, false, rows, d.hs, cols, 1.0f, 0.0f, T, 3 * C, C), a,
                               q + 2 * C, nullptr, y + r0 * C));
   }
@@ -124,7 +128,7 @@ Status head_forward(float* y, float* att, float* lse, const float* q, float* wor
 // `att` or, when it is null, are recomputed from lse into work_p; work_g
 // holds datt.
 Status head_backward(float* dq, const float* dy, const float* q, const float* att, const float* lse,
-                     float* work_p, float* work_g, const Dims& d) {
+                     float* work_p, float* work_g, const Dims& d, const int32_t* first) {
   const int64_t T = d.T, C = d.C, hs = d.hs, ld = 3 * C;
   float* g = work_g;
   for (int64_t r0 = 0; r0 < T; r0 += kRowBlock) {
@@ -132,7 +136,7 @@ Status head_backward(float* dq, const float* dy, const float* q, const float* at
     const float* a = att ? att + r0 * T : work_p;
     if (!att) {
       ZT_RETURN_IF_ERROR(block_scores(work_p, q, r0, rows, d));
-      causal_exp_rows(work_p, T, r0, rows, cols, lse + r0);
+      causal_exp_rows(work_p, T, r0, rows, cols, lse + r0, first ? first + r0 : nullptr);
     }
     // datt = dy·vᵀ; dv += attᵀ·dy; dpreatt = softmax'(datt).
     ZT_RETURN_IF_ERROR(matmul(gemm(false, true, rows, cols, hs, 1.0f, 0.0f, C, ld, T), dy + r0 * C,
@@ -151,19 +155,21 @@ Status head_backward(float* dq, const float* dy, const float* q, const float* at
 
 // Forward of every head; att or lse (one of them) is kept.
 Status forward_all(float* out, float* att, float* lse, const float* qkv, int64_t B, int64_t T,
-                   int64_t C, int64_t NH) {
+                   int64_t C, int64_t NH, const int32_t* first = nullptr) {
   ZT_ASSIGN_OR_RETURN(Dims d, make_head_dims(B, T, C, NH));
   if (B * T * C == 0) return ok_status();
   return for_each_head(B * NH, [&](int64_t bh) -> Status {
     const int64_t b = bh / NH, h = bh % NH;
     float* work = att ? nullptr : thread_work(kRowBlock * T);
     return head_forward(out + b * T * C + h * d.hs, att ? att + bh * T * T : nullptr,
-                        lse ? lse + bh * T : nullptr, qkv + b * T * 3 * C + h * d.hs, work, d);
+                        lse ? lse + bh * T : nullptr, qkv + b * T * 3 * C + h * d.hs, work, d,
+                        first ? first + b * T : nullptr);
   });
 }
 
 Status backward_all(float* dqkv, const float* dout, const float* qkv, const float* att,
-                    const float* lse, int64_t B, int64_t T, int64_t C, int64_t NH) {
+                    const float* lse, int64_t B, int64_t T, int64_t C, int64_t NH,
+                    const int32_t* first = nullptr) {
   ZT_ASSIGN_OR_RETURN(Dims d, make_head_dims(B, T, C, NH));
   if (B * T * C == 0) return ok_status();
   return for_each_head(B * NH, [&](int64_t bh) -> Status {
@@ -171,7 +177,7 @@ Status backward_all(float* dqkv, const float* dout, const float* qkv, const floa
     float* work = thread_work(2 * kRowBlock * T);
     return head_backward(dqkv + off, dout + b * T * C + h * d.hs, qkv + off,
                          att ? att + bh * T * T : nullptr, lse ? lse + bh * T : nullptr, work,
-                         work + kRowBlock * T, d);
+                         work + kRowBlock * T, d, first ? first + b * T : nullptr);
   });
 }
 
@@ -188,13 +194,13 @@ Status attention_backward(float* dqkv, const float* dout, const float* qkv, cons
 }
 
 Status attention_forward_lse(float* out, float* lse, const float* qkv, int64_t B, int64_t T,
-                             int64_t C, int64_t NH) {
-  return forward_all(out, nullptr, lse, qkv, B, T, C, NH);
+                             int64_t C, int64_t NH, const int32_t* first) {
+  return forward_all(out, nullptr, lse, qkv, B, T, C, NH, first);
 }
 
 Status attention_backward_lse(float* dqkv, const float* dout, const float* qkv, const float* lse,
-                              int64_t B, int64_t T, int64_t C, int64_t NH) {
-  return backward_all(dqkv, dout, qkv, nullptr, lse, B, T, C, NH);
+                              int64_t B, int64_t T, int64_t C, int64_t NH, const int32_t* first) {
+  return backward_all(dqkv, dout, qkv, nullptr, lse, B, T, C, NH, first);
 }
 
 }  // namespace zerotrain::device::cpu

@@ -49,13 +49,17 @@ Status attention_backward(float* dqkv,        // [B,T,3C] +=
 Status attention_forward_lse(float* out,        // [B,T,C]
                              float* lse,        // [B,NH,T] saved for backward
                              const float* qkv,  // [B,T,3C]
-                             int64_t B, int64_t T, int64_t C, int64_t NH);
+                             int64_t B, int64_t T, int64_t C, int64_t NH,
+                             // [B,T] each query's first key (packed documents
+                             // attend within their own); null: 0
+                             const int32_t* first = nullptr);
 
 Status attention_backward_lse(float* dqkv,        // [B,T,3C] +=
                               const float* dout,  // [B,T,C]
                               const float* qkv,   // [B,T,3C] forward input
                               const float* lse,   // [B,NH,T] from attention_forward_lse
-                              int64_t B, int64_t T, int64_t C, int64_t NH);
+                              int64_t B, int64_t T, int64_t C, int64_t NH,
+                              const int32_t* first = nullptr);  // as the forward's
 
 // The bf16 path's forms, as autocast runs attention: qkv as saved in bf16,
 // every product bf16 x bf16 with fp32 accumulation (on AMX where oneDNN

@@ -46,14 +46,15 @@ Status for_each_head(int64_t BH, Fn&& fn) {
 }
 
 // Rows t0 .. t0+rows-1 of one head's scores (row stride ld): softmax over
-// j <= t, zero for t < j < width; lse[i] = log Σ_j exp(score) when lse.
+// first[i] <= j <= t (first null: 0; packed documents start later), zero
+// elsewhere below width; lse[i] = log Σ_j exp(score) when lse.
 void causal_softmax_rows(float* att, int64_t ld, int64_t t0, int64_t rows, int64_t width,
-                         float* lse);
+                         float* lse, const int32_t* first = nullptr);
 
 // Recomputes softmax rows from scores and the saved lse: p = exp(s - lse)
-// for j <= t, zero for t < j < width.
+// for first[i] <= j <= t, zero elsewhere below width.
 void causal_exp_rows(float* p, int64_t ld, int64_t t0, int64_t rows, int64_t width,
-                     const float* lse);
+                     const float* lse, const int32_t* first = nullptr);
 
 // In place on rows t0.. of datt (stride ldg) with the matching att rows
 // (stride lda): dpreatt = att ⊙ (datt - Σ_j att·datt), zero for t < j < width.

@@ -8,7 +8,7 @@
 namespace zerotrain::device::cpu {
 
 Status encoder_forward(float* out, const int32_t* inp, const float* wte, const float* wpe,
-                       int64_t B, int64_t T, int64_t C, int64_t V) {
+                       int64_t B, int64_t T, int64_t C, int64_t V, const int32_t* positions) {
   for (int64_t i = 0; i < B * T; ++i) {
     if (inp[i] < 0 || inp[i] >= V) {
       return invalid_argument(detail::concat("encoder: token id ", inp[i], " at (b=", i / T,
@@ -23,14 +23,14 @@ Status encoder_forward(float* out, const int32_t* inp, const float* wte, const f
       std::copy_n(tok, C, o);
       continue;
     }
-    const float* pos = wpe + (i % T) * C;
+    const float* pos = wpe + (positions ? positions[i] : i % T) * C;
     for (int64_t c = 0; c < C; ++c) o[c] = tok[c] + pos[c];
   }
   return ok_status();
 }
 
 void encoder_backward(float* dwte, float* dwpe, const float* dout, const int32_t* inp, int64_t B,
-                      int64_t T, int64_t C) {
+                      int64_t T, int64_t C, const int32_t* positions) {
   // Channel slices make the scatter race-free without atomics: two threads
   // never touch the same column, and each column is summed in (b, t) order.
 #pragma omp parallel
@@ -44,7 +44,7 @@ void encoder_backward(float* dwte, float* dwpe, const float* dout, const int32_t
         float* tok = dwte + static_cast<int64_t>(inp[b * T + t]) * C;
         for (int64_t c = c0; c < c1; ++c) tok[c] += d[c];
         if (dwpe == nullptr) continue;
-        float* pos = dwpe + t * C;
+        float* pos = dwpe + (positions ? positions[b * T + t] : t) * C;
         for (int64_t c = c0; c < c1; ++c) pos[c] += d[c];
       }
     }

@@ -26,11 +26,12 @@ void rotate_back_add(float* out, const float* d, const float* c, const float* s,
 }  // namespace
 
 void rope_pack_qkv(float* qkv, const float* q, const float* k, const float* v, const float* cos,
-                   const float* sin, int64_t B, int64_t T, int64_t NH, int64_t NKV, int64_t HD) {
+                   const float* sin, int64_t B, int64_t T, int64_t NH, int64_t NKV, int64_t HD,
+                   const int32_t* positions) {
   const int64_t C = NH * HD, KC = NKV * HD, rep = NH / NKV, half = HD / 2;
 #pragma omp parallel for schedule(static)
   for (int64_t i = 0; i < B * T; ++i) {
-    const int64_t t = i % T;
+    const int64_t t = positions ? positions[i] : i % T;
     const float* c = cos + t * half;
     const float* s = sin + t * half;
     float* o = qkv + i * 3 * C;
@@ -48,11 +49,11 @@ void rope_pack_qkv(float* qkv, const float* q, const float* k, const float* v, c
 
 void rope_unpack_qkv_backward(float* dq, float* dk, float* dv, const float* dqkv, const float* cos,
                               const float* sin, int64_t B, int64_t T, int64_t NH, int64_t NKV,
-                              int64_t HD) {
+                              int64_t HD, const int32_t* positions) {
   const int64_t C = NH * HD, KC = NKV * HD, rep = NH / NKV, half = HD / 2;
 #pragma omp parallel for schedule(static)
   for (int64_t i = 0; i < B * T; ++i) {
-    const int64_t t = i % T;
+    const int64_t t = positions ? positions[i] : i % T;
     const float* c = cos + t * half;
     const float* s = sin + t * half;
     const float* d = dqkv + i * 3 * C;

@@ -21,19 +21,21 @@
 
 namespace zerotrain::device::cpu {
 
-void rope_pack_qkv(float* qkv,        // [B,T,3·NH·HD]
-                   const float* q,    // [B,T,NH·HD]
-                   const float* k,    // [B,T,NKV·HD]
-                   const float* v,    // [B,T,NKV·HD]
-                   const float* cos,  // [T,HD/2]
-                   const float* sin,  // [T,HD/2]
-                   int64_t B, int64_t T, int64_t NH, int64_t NKV, int64_t HD);
+void rope_pack_qkv(
+    float* qkv,        // [B,T,3·NH·HD]
+    const float* q,    // [B,T,NH·HD]
+    const float* k,    // [B,T,NKV·HD]
+    const float* v,    // [B,T,NKV·HD]
+    const float* cos,  // [T,HD/2]
+    const float* sin,  // [T,HD/2]
+    int64_t B, int64_t T, int64_t NH, int64_t NKV, int64_t HD,
+    const int32_t* positions = nullptr);  // [B,T] table rows (packed documents), else t
 
 void rope_unpack_qkv_backward(float* dq,          // [B,T,NH·HD] overwritten
                               float* dk,          // [B,T,NKV·HD] overwritten
                               float* dv,          // [B,T,NKV·HD] overwritten
                               const float* dqkv,  // [B,T,3·NH·HD]
                               const float* cos, const float* sin, int64_t B, int64_t T, int64_t NH,
-                              int64_t NKV, int64_t HD);
+                              int64_t NKV, int64_t HD, const int32_t* positions = nullptr);
 
 }  // namespace zerotrain::device::cpu
