@@ -38,7 +38,7 @@ class GenerateCli : public ::testing::Test {
     EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
     return r.out;
   }
-  // Trains `model` 200 steps on the generated corpus at `stage` on `ranks`
+  // Trains `model` 120 steps on the generated corpus at `stage` on `ranks`
   // and saves a checkpoint; returns its directory.
   static std::string trained(const std::string& model, int stage, int ranks) {
     const std::string out = dir_->file(model + "_ck");
@@ -48,7 +48,7 @@ class GenerateCli : public ::testing::Test {
         "params": {"lr": 0.003}}, "zero_optimization": {"stage": )"
                        << stage << "}}";
     run_ok({ZT_BIN, "run", "--num_gpus", std::to_string(ranks), "--", ZT_BIN, "train", "--model",
-            model, "--deepspeed", cfg, "--steps", "200", "--eval-interval", "0", "--save", out},
+            model, "--deepspeed", cfg, "--steps", "120", "--eval-interval", "0", "--save", out},
            300);
     return out;
   }
