@@ -183,8 +183,6 @@ int configure_host_threads(int local_ranks, int world_size) {
                                                         : cpu::local_ranks_from_env(world_size));
 }
 
-Device& default_device() { return cpu::cpu_device(); }
-
 const Ops& host_ops() { return cpu::host_ops(); }
 
 const Ops& ops_for(const ConstTensor& t) {

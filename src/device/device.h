@@ -176,9 +176,29 @@ class Device {
   std::function<std::string()> advice_;
 };
 
-// The process's default device (the CPU device until a build selects
-// another), with the capacity ZEROTRAIN_DEVICE_MEMORY gives.
+// The process's default device, with the capacity ZEROTRAIN_DEVICE_MEMORY
+// gives: the CPU device until select_default_device chose another.
 Device& default_device();
+
+// Which device a process trains on (`zerotrain train --device`,
+// ZEROTRAIN_DEVICE): kAuto takes this process's GPU when the build has the
+// CUDA backend and the driver shows one, else the CPU.
+enum class DeviceChoice { kAuto, kCpu, kCuda };
+StatusOr<DeviceChoice> parse_device_choice(std::string_view text);  // "auto", "cpu", "cuda"
+// Makes default_device() the chosen device (once, before any use of it):
+// kCuda without a GPU or without the backend is Unavailable with the reason.
+// `local_rank` picks the GPU when the process sees several (its launcher
+// narrowed CUDA_VISIBLE_DEVICES to one otherwise). Returns the device.
+StatusOr<Device*> select_default_device(DeviceChoice choice, int local_rank);
+
+// Whether this build has the CUDA backend (device/cuda/).
+bool cuda_built();
+// GPUs this process can use: 0 without the backend, a driver or a GPU, and
+// then *why_none (when given) says which.
+int cuda_device_count(std::string* why_none = nullptr);
+// A new device of `type`: a CPU device, or GPU `ordinal` (Unavailable with
+// the reason when there is none).
+StatusOr<std::unique_ptr<Device>> make_device(DeviceType type, int ordinal = 0);
 // The CPU kernels on host memory (offloaded states, host tensors).
 const Ops& host_ops();
 // The Ops that run on t's memory: its device's, or host_ops() for host

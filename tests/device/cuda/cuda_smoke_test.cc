@@ -1,0 +1,78 @@
+// The CUDA build links the right libraries and behaves on a machine with no
+// GPU: cuBLASLt's and NCCL's versions are the headers' (host-only calls
+// that need no driver), no GPU is reported with the runtime's reason, a
+// CUDA device is refused as Unavailable naming it, and --device auto falls
+// back to the CPU while --device cuda is refused. On a GPU machine the same
+// test checks the opposite: the device exists, is named, and allocates.
+#include <cublasLt.h>
+#include <gtest/gtest.h>
+#include <nccl.h>
+
+#include <string>
+
+#include "device/device.h"
+
+namespace zerotrain::device {
+namespace {
+
+TEST(CudaSmoke, LinkedLibrariesMatchTheirHeaders) {
+  EXPECT_TRUE(cuda_built());
+  EXPECT_EQ(cublasLtGetVersion() / 10000, static_cast<size_t>(CUBLAS_VER_MAJOR));
+  int nccl = 0;
+  ASSERT_EQ(ncclGetVersion(&nccl), ncclSuccess);
+  EXPECT_EQ(nccl / 10000, NCCL_MAJOR);
+  EXPECT_EQ(nccl / 100 % 100, NCCL_MINOR);
+}
+
+TEST(CudaSmoke, DeviceCountAndChoiceFollowTheDriver) {
+  std::string why;
+  const int gpus = cuda_device_count(&why);
+  if (gpus == 0) {
+    EXPECT_FALSE(why.empty());
+    StatusOr<std::unique_ptr<Device>> d = make_device(DeviceType::kCuda, 0);
+    ASSERT_FALSE(d.ok());
+    EXPECT_EQ(d.status().code(), StatusCode::kUnavailable);
+    EXPECT_NE(d.status().message().find(why), std::string::npos) << d.status().message();
+    return;
+  }
+  StatusOr<std::unique_ptr<Device>> d = make_device(DeviceType::kCuda, 0);
+  ASSERT_TRUE(d.ok()) << d.status().to_string();
+  EXPECT_EQ((*d)->type(), DeviceType::kCuda);
+  EXPECT_EQ((*d)->name(), "cuda:0");
+  EXPECT_EQ((*d)->host_address((*d).get()), nullptr);
+  StatusOr<Buffer> b = (*d)->allocate(1 << 20, MemoryCategory::kBuffers, "probe");
+  ASSERT_TRUE(b.ok()) << b.status().to_string();
+  EXPECT_EQ((*d)->usage().of(MemoryCategory::kBuffers), 1 << 20);
+  std::vector<float> back(256, 1.0f);
+  ASSERT_TRUE((*d)->copy(back.data(), b->data(), back.size() * 4).ok());
+  for (float x : back) ASSERT_EQ(x, 0.0f);  // allocations are zeroed
+  EXPECT_EQ(make_device(DeviceType::kCuda, gpus).status().code(), StatusCode::kUnavailable);
+}
+
+TEST(CudaSmoke, ParseDeviceChoice) {
+  EXPECT_EQ(*parse_device_choice("auto"), DeviceChoice::kAuto);
+  EXPECT_EQ(*parse_device_choice("cuda"), DeviceChoice::kCuda);
+  EXPECT_EQ(*parse_device_choice("cpu"), DeviceChoice::kCpu);
+  EXPECT_EQ(parse_device_choice("gpu").status().code(), StatusCode::kInvalidArgument);
+}
+
+// The process-wide choice: once per process, so one test decides it.
+TEST(CudaSmoke, SelectDefaultDevice) {
+  if (cuda_device_count() == 0) {
+    StatusOr<Device*> forced = select_default_device(DeviceChoice::kCuda, 0);
+    ASSERT_FALSE(forced.ok());
+    EXPECT_EQ(forced.status().code(), StatusCode::kUnavailable);
+    EXPECT_NE(forced.status().message().find("--device cuda"), std::string::npos);
+    StatusOr<Device*> a = select_default_device(DeviceChoice::kAuto, 0);
+    ASSERT_TRUE(a.ok());
+    EXPECT_EQ((*a)->type(), DeviceType::kCpu);
+  } else {
+    StatusOr<Device*> a = select_default_device(DeviceChoice::kAuto, 0);
+    ASSERT_TRUE(a.ok()) << a.status().to_string();
+    EXPECT_EQ((*a)->type(), DeviceType::kCuda);
+  }
+  EXPECT_EQ(&default_device(), *select_default_device(DeviceChoice::kAuto, 0));
+}
+
+}  // namespace
+}  // namespace zerotrain::device
