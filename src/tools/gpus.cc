@@ -2,12 +2,12 @@
 // here with the layouts of nvml.h (driver API, stable across releases).
 #include "tools/gpus.h"
 
-#include <dlfcn.h>
-
 #include <cstdio>
 #include <memory>
 #include <optional>
 #include <sstream>
+
+#include "core/shared_library.h"
 
 namespace zerotrain::tools {
 namespace {
@@ -51,12 +51,8 @@ using GetUtilizationFn = NvmlReturn (*)(NvmlDevice, NvmlUtilization*);
 using GetProcessesFn = NvmlReturn (*)(NvmlDevice, unsigned int*, NvmlProcessInfo*);
 using ErrorStringFn = const char* (*)(NvmlReturn);
 
-struct DlCloser {
-  void operator()(void* h) const { dlclose(h); }
-};
-
 struct Nvml {
-  std::unique_ptr<void, DlCloser> handle;
+  SharedLibrary library;
   InitFn init = nullptr;
   ShutdownFn shutdown = nullptr;
   GetCountFn get_count = nullptr;
@@ -73,36 +69,28 @@ struct Nvml {
   }
 };
 
-template <typename Fn>
-Status bind(void* handle, const std::string& library, const char* symbol, Fn* out) {
-  *out = reinterpret_cast<Fn>(dlsym(handle, symbol));
-  if (*out == nullptr)
-    return unavailable(library + ": symbol " + symbol +
-                       " not found (not an NVML library, or a driver too old)");
-  return ok_status();
-}
-
 StatusOr<std::unique_ptr<Nvml>> load_nvml(const std::string& library) {
   auto nvml = std::make_unique<Nvml>();
-  nvml->handle.reset(dlopen(library.c_str(), RTLD_NOW | RTLD_LOCAL));
-  if (!nvml->handle) {
-    const char* why = dlerror();
-    return unavailable("no NVIDIA driver: " + library + " not found (" +
-                       (why ? why : "dlopen failed") + ")");
+  StatusOr<SharedLibrary> lib = SharedLibrary::open(library, "NVML");
+  if (!lib.ok()) {
+    // The message names the library and dlerror's reason after "NVML: ".
+    std::string why = lib.status().message();
+    why = why.substr(why.find(" could not be loaded (") + 22);
+    return unavailable("no NVIDIA driver: " + library + " not found (" + why);
   }
-  void* h = nvml->handle.get();
-  ZT_RETURN_IF_ERROR(bind(h, library, "nvmlInit_v2", &nvml->init));
-  ZT_RETURN_IF_ERROR(bind(h, library, "nvmlShutdown", &nvml->shutdown));
-  ZT_RETURN_IF_ERROR(bind(h, library, "nvmlErrorString", &nvml->error_string));
-  ZT_RETURN_IF_ERROR(bind(h, library, "nvmlDeviceGetCount_v2", &nvml->get_count));
-  ZT_RETURN_IF_ERROR(bind(h, library, "nvmlDeviceGetHandleByIndex_v2", &nvml->get_handle));
-  ZT_RETURN_IF_ERROR(bind(h, library, "nvmlDeviceGetName", &nvml->get_name));
-  ZT_RETURN_IF_ERROR(bind(h, library, "nvmlDeviceGetMemoryInfo", &nvml->get_memory));
-  ZT_RETURN_IF_ERROR(bind(h, library, "nvmlDeviceGetUtilizationRates", &nvml->get_utilization));
+  nvml->library = std::move(*lib);
+  const SharedLibrary& h = nvml->library;
+  ZT_RETURN_IF_ERROR(h.bind("nvmlInit_v2", &nvml->init));
+  ZT_RETURN_IF_ERROR(h.bind("nvmlShutdown", &nvml->shutdown));
+  ZT_RETURN_IF_ERROR(h.bind("nvmlErrorString", &nvml->error_string));
+  ZT_RETURN_IF_ERROR(h.bind("nvmlDeviceGetCount_v2", &nvml->get_count));
+  ZT_RETURN_IF_ERROR(h.bind("nvmlDeviceGetHandleByIndex_v2", &nvml->get_handle));
+  ZT_RETURN_IF_ERROR(h.bind("nvmlDeviceGetName", &nvml->get_name));
+  ZT_RETURN_IF_ERROR(h.bind("nvmlDeviceGetMemoryInfo", &nvml->get_memory));
+  ZT_RETURN_IF_ERROR(h.bind("nvmlDeviceGetUtilizationRates", &nvml->get_utilization));
   // _v3 since driver 510; _v2 writes the same layout on older drivers.
-  if (!bind(h, library, "nvmlDeviceGetComputeRunningProcesses_v3", &nvml->get_processes).ok())
-    ZT_RETURN_IF_ERROR(
-        bind(h, library, "nvmlDeviceGetComputeRunningProcesses_v2", &nvml->get_processes));
+  if (!h.bind("nvmlDeviceGetComputeRunningProcesses_v3", &nvml->get_processes).ok())
+    ZT_RETURN_IF_ERROR(h.bind("nvmlDeviceGetComputeRunningProcesses_v2", &nvml->get_processes));
   return nvml;
 }
 

@@ -10,6 +10,7 @@
 #include <cmath>
 #include <random>
 
+#include "device/cpu/guarded_device.h"
 #include "model/gpt2/gpt_model.h"
 #include "model/llama/llama_model.h"
 #include "model/registry.h"
@@ -76,6 +77,34 @@ TEST_P(DecoderVsForward, EveryStepsLogitsEqualTheFullForwards) {
   EXPECT_FALSE((*dec)->step(rows.data(), 1, &logits).ok()) << "past max_seq";
   (*dec)->reset();
   ASSERT_TRUE((*dec)->step(tokens.data(), 1, &logits).ok()) << "after reset";
+}
+
+// The device seam for generation: the KV-cached decoder on the guarded
+// device (device ops that get host memory abort, as a GPU kernel would
+// fault) gives the CPU device's logits bit for bit.
+TEST_P(DecoderVsForward, GuardedDeviceDecodesAsTheCpuDevice) {
+  auto spec = model_spec(GetParam());
+  ASSERT_TRUE(spec.ok());
+  std::unique_ptr<device::Device> guarded = device::cpu::make_guarded_device();
+  std::vector<std::vector<float>> outs;
+  for (device::Device* d : {static_cast<device::Device*>(nullptr), guarded.get()}) {
+    auto m = create_module(*spec, {.max_batch = B, .max_seq = T, .device = d});
+    ASSERT_TRUE(m.ok()) << m.status().to_string();
+    ASSERT_TRUE((*m)->init_parameters(7).ok());
+    auto dec = (*m)->make_decoder(B, T);
+    ASSERT_TRUE(dec.ok()) << dec.status().to_string();
+    std::vector<int32_t> prompt(B * 6);
+    for (size_t i = 0; i < prompt.size(); ++i) prompt[i] = static_cast<int32_t>(i * 37 % 200);
+    std::vector<float> logits, all;
+    ASSERT_TRUE((*dec)->step(prompt.data(), 6, &logits).ok());
+    all = logits;
+    for (int i = 0; i < 4; ++i) {
+      ASSERT_TRUE((*dec)->step(prompt.data() + i, 1, &logits).ok());
+      all.insert(all.end(), logits.begin(), logits.end());
+    }
+    outs.push_back(all);
+  }
+  EXPECT_EQ(outs[0], outs[1]);
 }
 
 INSTANTIATE_TEST_SUITE_P(Families, DecoderVsForward,

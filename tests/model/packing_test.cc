@@ -10,6 +10,7 @@
 #include <cmath>
 #include <random>
 
+#include "device/cpu/guarded_device.h"
 #include "model/registry.h"
 
 namespace zerotrain::model {
@@ -62,10 +63,10 @@ struct Result {
   std::vector<float> grad;
 };
 
-Result run(const char* preset, const Batch& b, bool with_starts) {
+Result run(const char* preset, const Batch& b, bool with_starts, device::Device* device = nullptr) {
   auto spec = model_spec(preset);
   EXPECT_TRUE(spec.ok());
-  auto m = create_module(*spec, {.max_batch = 3, .max_seq = T});
+  auto m = create_module(*spec, {.max_batch = 3, .max_seq = T, .device = device});
   EXPECT_TRUE(m.ok()) << m.status().to_string();
   EXPECT_TRUE((*m)->init_parameters(11).ok());
   (*m)->zero_gradients();
@@ -74,7 +75,9 @@ Result run(const char* preset, const Batch& b, bool with_starts) {
   EXPECT_TRUE(loss.ok()) << loss.status().to_string();
   EXPECT_TRUE((*m)->backward(1.0f).ok());
   const int64_t n = (*m)->layout().total_numel();
-  return {*loss, std::vector<float>((*m)->gradients(), (*m)->gradients() + n)};
+  std::vector<float> grad(static_cast<size_t>(n));
+  EXPECT_TRUE((*m)->device().copy(grad.data(), (*m)->gradients(), grad.size() * 4).ok());
+  return {*loss, grad};
 }
 
 class Packing : public ::testing::TestWithParam<const char*> {};
@@ -94,6 +97,18 @@ TEST_P(Packing, PackedDocumentsEqualDocumentsInRowsOfTheirOwn) {
   const Result mixed = run(GetParam(), packed, false);
   EXPECT_GT(std::abs(mixed.loss - u.loss), 1e-4 * u.loss)
       << "without doc_starts the packed documents see each other";
+}
+
+// The device seam for packed documents: on the guarded device (device ops
+// that get host memory abort, as a GPU kernel would fault) the same bits.
+TEST_P(Packing, GuardedDeviceGivesTheSameBits) {
+  Batch packed, unpacked;
+  make_batches(&packed, &unpacked);
+  std::unique_ptr<device::Device> guarded = device::cpu::make_guarded_device();
+  const Result cpu = run(GetParam(), packed, true);
+  const Result g = run(GetParam(), packed, true, guarded.get());
+  EXPECT_EQ(g.loss, cpu.loss);
+  EXPECT_EQ(g.grad, cpu.grad);
 }
 
 INSTANTIATE_TEST_SUITE_P(Families, Packing,

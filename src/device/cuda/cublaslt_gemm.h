@@ -26,6 +26,8 @@
 
 namespace zerotrain::device::cuda {
 
+struct CublasLtApi;  // cublaslt_api.h
+
 enum class GemmType { kF32, kBf16 };
 
 class LtGemm {
@@ -48,6 +50,7 @@ class LtGemm {
   StatusOr<Entry*> lookup(const GemmPlan& plan, GemmType in, GemmType out, bool bias,
                           bool beta_nonzero);
 
+  const CublasLtApi* lt_ = nullptr;
   void* handle_ = nullptr;  // cublasLtHandle_t
   void* workspace_ = nullptr;
   size_t workspace_bytes_ = 0;

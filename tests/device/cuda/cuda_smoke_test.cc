@@ -1,27 +1,52 @@
-// The CUDA build links the right libraries and behaves on a machine with no
-// GPU: cuBLASLt's and NCCL's versions are the headers' (host-only calls
-// that need no driver), no GPU is reported with the runtime's reason, a
-// CUDA device is refused as Unavailable naming it, and --device auto falls
-// back to the CPU while --device cuda is refused. On a GPU machine the same
-// test checks the opposite: the device exists, is named, and allocates.
+// The CUDA build finds the right libraries and behaves on a machine with no
+// GPU: cuBLASLt, loaded on first use, is the headers' major version (a
+// host-only call that needs no driver), while CPU work never maps it; no
+// GPU is reported with the runtime's reason, a CUDA device is refused as
+// Unavailable naming it, and --device auto falls back to the CPU while
+// --device cuda is refused. On a GPU machine the same test checks the
+// opposite: the device exists, is named, allocates zeroed memory.
 #include <cublasLt.h>
 #include <gtest/gtest.h>
-#include <nccl.h>
 
+#include <fstream>
 #include <string>
+#include <vector>
 
+#include "device/cuda/cublaslt_api.h"
 #include "device/device.h"
+#include "device/ops.h"
 
 namespace zerotrain::device {
 namespace {
 
-TEST(CudaSmoke, LinkedLibrariesMatchTheirHeaders) {
+bool mapped(const std::string& library) {
+  std::ifstream maps("/proc/self/maps");
+  std::string line;
+  while (std::getline(maps, line))
+    if (line.find(library) != std::string::npos) return true;
+  return false;
+}
+
+TEST(CudaSmoke, CublasLtLoadsOnFirstUseAndMatchesItsHeader) {
   EXPECT_TRUE(cuda_built());
-  EXPECT_EQ(cublasLtGetVersion() / 10000, static_cast<size_t>(CUBLAS_VER_MAJOR));
-  int nccl = 0;
-  ASSERT_EQ(ncclGetVersion(&nccl), ncclSuccess);
-  EXPECT_EQ(nccl / 10000, NCCL_MAJOR);
-  EXPECT_EQ(nccl / 100 % 100, NCCL_MINOR);
+  EXPECT_FALSE(mapped("libcublasLt"));
+  StatusOr<const cuda::CublasLtApi*> lt = cuda::cublaslt_api();
+  ASSERT_TRUE(lt.ok()) << lt.status().to_string();
+  EXPECT_EQ((*lt)->get_version() / 10000, static_cast<size_t>(CUBLAS_VER_MAJOR));
+  EXPECT_TRUE(cuda::cublaslt_loaded());
+  EXPECT_TRUE(mapped("libcublasLt"));
+}
+
+// ctest runs each case in its own process: CPU work here must not load
+// the GPU libraries (a CPU run of a CUDA build keeps its memory).
+TEST(CudaSmoke, CpuWorkNeverMapsTheGpuLibraries) {
+  std::vector<float> x(1024, 1.5f);
+  ASSERT_TRUE(host_ops().scale(Tensor{x.data(), DType::kFloat32, x.size(), nullptr}, 2.0f).ok());
+  std::string why;
+  cuda_device_count(&why);
+  EXPECT_FALSE(cuda::cublaslt_loaded());
+  EXPECT_FALSE(mapped("libcublasLt"));
+  EXPECT_FALSE(mapped("libnccl"));
 }
 
 TEST(CudaSmoke, DeviceCountAndChoiceFollowTheDriver) {
