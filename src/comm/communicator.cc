@@ -1,5 +1,6 @@
 // Communicator front end: argument checks, the ordered communication
-// thread, Work handles, byte counters, and options from the environment.
+// thread with each op's staging (staging.h), Work handles, byte counters,
+// and options from the environment.
 #include "comm/communicator.h"
 
 #include <algorithm>
@@ -23,20 +24,6 @@ Status check_elements(const char* op, size_t bytes, DType dtype) {
   return ok_status();
 }
 
-// The host address of t's bytes: host memory as is, a device's through
-// host_address (null: not host-addressable, so not Gloo's to move).
-StatusOr<std::span<std::byte>> host_bytes(const char* op, const ConstTensor& t) {
-  void* p = const_cast<void*>(t.data);
-  if (t.device != nullptr && t.numel > 0) {
-    p = t.device->host_address(t.data);
-    if (p == nullptr)
-      return invalid_argument(std::string(op) + ": the tensor is in " + t.device->name() +
-                              " memory, which this backend cannot reach (use the device's own "
-                              "backend)");
-  }
-  return std::span<std::byte>(static_cast<std::byte*>(p), t.size_bytes());
-}
-
 Status check_same_dtype(const char* op, const ConstTensor& a, const ConstTensor& b) {
   if (a.dtype == b.dtype) return ok_status();
   return invalid_argument(std::string(op) + ": input " + std::string(dtype_name(a.dtype)) +
@@ -58,35 +45,27 @@ Status Communicator::allgather(ConstTensor input, Tensor output) {
 }
 
 Status Communicator::broadcast(Tensor data, int root) {
-  StatusOr<std::span<std::byte>> d = host_bytes("broadcast", data);
-  if (!d.ok()) return d.status();
-  return broadcast(*d, root);
+  return broadcast_async(data, root)->wait();
 }
 
 WorkPtr Communicator::allreduce_async(Tensor data, ReduceOp op) {
-  StatusOr<std::span<std::byte>> d = host_bytes("allreduce", data);
-  if (!d.ok()) return failed(d.status());
-  return allreduce_async(*d, data.dtype, op);
+  return submit_allreduce(CommBuffer::of(data), data.dtype, op);
 }
 
 WorkPtr Communicator::reduce_scatter_async(ConstTensor input, Tensor output, ReduceOp op) {
   Status st = check_same_dtype("reduce_scatter", input, output);
   if (!st.ok()) return failed(st);
-  StatusOr<std::span<std::byte>> in = host_bytes("reduce_scatter", input);
-  if (!in.ok()) return failed(in.status());
-  StatusOr<std::span<std::byte>> out = host_bytes("reduce_scatter", output);
-  if (!out.ok()) return failed(out.status());
-  return reduce_scatter_async(*in, *out, input.dtype, op);
+  return submit_reduce_scatter(CommBuffer::of(input), CommBuffer::of(output), input.dtype, op);
 }
 
 WorkPtr Communicator::allgather_async(ConstTensor input, Tensor output) {
   Status st = check_same_dtype("allgather", input, output);
   if (!st.ok()) return failed(st);
-  StatusOr<std::span<std::byte>> in = host_bytes("allgather", input);
-  if (!in.ok()) return failed(in.status());
-  StatusOr<std::span<std::byte>> out = host_bytes("allgather", output);
-  if (!out.ok()) return failed(out.status());
-  return allgather_async(*in, *out);
+  return submit_allgather(CommBuffer::of(input), CommBuffer::of(output));
+}
+
+WorkPtr Communicator::broadcast_async(Tensor data, int root) {
+  return submit_broadcast(CommBuffer::of(data), root);
 }
 
 Status Work::wait(std::chrono::milliseconds timeout) {
@@ -201,51 +180,92 @@ WorkPtr Communicator::failed(Status status) {
   return work;
 }
 
-WorkPtr Communicator::allreduce_async(std::span<std::byte> data, DType dtype, ReduceOp op) {
-  Status st = check_elements("allreduce", data.size(), dtype);
+WorkPtr Communicator::submit(OpType type, uint64_t msg_bytes, const char* op,
+                             std::vector<StagedBuffers::Use> uses,
+                             std::function<Status(const StagedBuffers&)> hook) {
+  StatusOr<StagedBuffers> plan = StagedBuffers::plan(op, std::move(uses), hook_device());
+  if (!plan.ok()) return failed(plan.status());
+  // shared_ptr: the task must be copyable; the staging memory lives until
+  // the task ends.
+  auto staged = std::make_shared<StagedBuffers>(std::move(*plan));
+  return enqueue(type, msg_bytes, [this, staged, hook = std::move(hook)] {
+    ZT_RETURN_IF_ERROR(staged->stage_in(host_staging_));
+    ZT_RETURN_IF_ERROR(hook(*staged));
+    return staged->stage_out();
+  });
+}
+
+WorkPtr Communicator::submit_allreduce(CommBuffer data, DType dtype, ReduceOp op) {
+  Status st = check_elements("allreduce", data.bytes, dtype);
   if (!st.ok()) return failed(st);
-  return enqueue(OpType::kAllreduce, data.size(),
-                 [=, this] { return do_allreduce(data, dtype, op); });
+  return submit(OpType::kAllreduce, data.bytes, "allreduce", {{data, true, true}},
+                [=, this](const StagedBuffers& s) { return do_allreduce(s.span(0), dtype, op); });
+}
+
+WorkPtr Communicator::submit_reduce_scatter(CommBuffer input, CommBuffer output, DType dtype,
+                                            ReduceOp op) {
+  size_t n = static_cast<size_t>(world_size_);
+  if (input.bytes != output.bytes * n)
+    return failed(invalid_argument("reduce_scatter: input of " + std::to_string(input.bytes) +
+                                   " bytes must be world_size (" + std::to_string(n) +
+                                   ") x output (" + std::to_string(output.bytes) +
+                                   " bytes); pad to padded_numel() (core/range.h)"));
+  Status st = check_elements("reduce_scatter", output.bytes, dtype);
+  if (!st.ok()) return failed(st);
+  const std::byte* own =
+      static_cast<const std::byte*>(input.data) + output.bytes * static_cast<size_t>(rank_);
+  if (input.device == output.device && output.data != own &&
+      overlaps(input.data, input.bytes, output.data, output.bytes))
+    return failed(
+        invalid_argument("reduce_scatter: output overlaps input other than as this rank's chunk"));
+  return submit(OpType::kReduceScatter, output.bytes, "reduce_scatter",
+                {{input, true, false}, {output, false, true}}, [=, this](const StagedBuffers& s) {
+                  return do_reduce_scatter(s.span(0), s.span(1), dtype, op);
+                });
+}
+
+WorkPtr Communicator::submit_allgather(CommBuffer input, CommBuffer output) {
+  size_t n = static_cast<size_t>(world_size_);
+  if (output.bytes != input.bytes * n)
+    return failed(invalid_argument("allgather: output of " + std::to_string(output.bytes) +
+                                   " bytes must be world_size (" + std::to_string(n) +
+                                   ") x input (" + std::to_string(input.bytes) + " bytes)"));
+  const std::byte* own =
+      static_cast<const std::byte*>(output.data) + input.bytes * static_cast<size_t>(rank_);
+  if (input.device == output.device && input.data != own &&
+      overlaps(input.data, input.bytes, output.data, output.bytes))
+    return failed(
+        invalid_argument("allgather: input overlaps output other than as this rank's chunk"));
+  return submit(OpType::kAllgather, input.bytes, "allgather",
+                {{input, true, false}, {output, false, true}},
+                [this](const StagedBuffers& s) { return do_allgather(s.span(0), s.span(1)); });
+}
+
+WorkPtr Communicator::submit_broadcast(CommBuffer data, int root) {
+  if (root < 0 || root >= world_size_)
+    return failed(invalid_argument("broadcast: root " + std::to_string(root) +
+                                   " is not a rank of world size " + std::to_string(world_size_)));
+  const bool is_root = root == rank_;  // the root only reads, the others only write
+  return submit(OpType::kBroadcast, data.bytes, "broadcast", {{data, is_root, !is_root}},
+                [=, this](const StagedBuffers& s) { return do_broadcast(s.span(0), root); });
+}
+
+WorkPtr Communicator::allreduce_async(std::span<std::byte> data, DType dtype, ReduceOp op) {
+  return submit_allreduce(CommBuffer::host(data), dtype, op);
 }
 
 WorkPtr Communicator::reduce_scatter_async(std::span<const std::byte> input,
                                            std::span<std::byte> output, DType dtype, ReduceOp op) {
-  size_t n = static_cast<size_t>(world_size_);
-  if (input.size() != output.size() * n)
-    return failed(invalid_argument("reduce_scatter: input of " + std::to_string(input.size()) +
-                                   " bytes must be world_size (" + std::to_string(n) +
-                                   ") x output (" + std::to_string(output.size()) +
-                                   " bytes); pad to padded_numel() (core/range.h)"));
-  Status st = check_elements("reduce_scatter", output.size(), dtype);
-  if (!st.ok()) return failed(st);
-  const std::byte* own = input.data() + output.size() * static_cast<size_t>(rank_);
-  if (output.data() != own && overlaps(input.data(), input.size(), output.data(), output.size()))
-    return failed(
-        invalid_argument("reduce_scatter: output overlaps input other than as this rank's chunk"));
-  return enqueue(OpType::kReduceScatter, output.size(),
-                 [=, this] { return do_reduce_scatter(input, output, dtype, op); });
+  return submit_reduce_scatter(CommBuffer::host(input), CommBuffer::host(output), dtype, op);
 }
 
 WorkPtr Communicator::allgather_async(std::span<const std::byte> input,
                                       std::span<std::byte> output) {
-  size_t n = static_cast<size_t>(world_size_);
-  if (output.size() != input.size() * n)
-    return failed(invalid_argument("allgather: output of " + std::to_string(output.size()) +
-                                   " bytes must be world_size (" + std::to_string(n) +
-                                   ") x input (" + std::to_string(input.size()) + " bytes)"));
-  const std::byte* own = output.data() + input.size() * static_cast<size_t>(rank_);
-  if (input.data() != own && overlaps(input.data(), input.size(), output.data(), output.size()))
-    return failed(
-        invalid_argument("allgather: input overlaps output other than as this rank's chunk"));
-  return enqueue(OpType::kAllgather, input.size(),
-                 [=, this] { return do_allgather(input, output); });
+  return submit_allgather(CommBuffer::host(input), CommBuffer::host(output));
 }
 
 WorkPtr Communicator::broadcast_async(std::span<std::byte> data, int root) {
-  if (root < 0 || root >= world_size_)
-    return failed(invalid_argument("broadcast: root " + std::to_string(root) +
-                                   " is not a rank of world size " + std::to_string(world_size_)));
-  return enqueue(OpType::kBroadcast, data.size(), [=, this] { return do_broadcast(data, root); });
+  return submit_broadcast(CommBuffer::host(data), root);
 }
 
 WorkPtr Communicator::barrier_async() {

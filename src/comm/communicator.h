@@ -3,18 +3,23 @@
 //
 // Buffers and streams: collectives take device-tagged Tensors (core/tensor.h;
 // byte spans plus a DType, and float / uint16_t spans, are the host-memory
-// forms). The Gloo backend moves host-addressable memory: a tensor in a
-// device's memory is reached through Device::host_address, and a device
-// whose memory is not host-addressable is refused (InvalidArgument) — its
-// own backend (NCCL for CUDA) moves it. Stream semantics, for every
-// backend (docs/architecture.md, "comm streams"): a collective is ordered
-// after everything the caller enqueued on the device's compute stream
-// before it (the backend records an event there and its communication
-// stream waits on it); Work::wait() orders the caller after the
-// collective (Gloo: the host blocks until the bytes are in place; NCCL:
-// the compute stream waits on the collective's completion event, and the
-// host blocks only in wait() with a timeout, after which a watchdog aborts
-// the communicator). On the CPU device the compute stream is the calling
+// forms). Each backend's hooks move one kind of memory (hook_device()):
+// Gloo moves host memory, and reaches a device's memory through
+// Device::host_address; NCCL moves its CudaDevice's memory as raw device
+// pointers. A buffer of the other kind is staged on the communication
+// thread (named note "comm staging", comm/staging.h): Gloo copies GPU
+// memory (host_address null) into host memory, runs, and copies the result
+// back (two ranks sharing one GPU, where NCCL refuses); NCCL copies host
+// memory (the span forms, host tensors) into device memory. Stream
+// semantics, for every backend (docs/architecture.md, "comm streams"): a
+// collective is ordered after everything the caller enqueued on the
+// device's compute stream before it (NCCL: its communication stream waits
+// on the compute stream when the op starts; staging: Device::copy runs on
+// the compute stream); Work::wait() orders the caller after the
+// collective (Gloo and staging: the host blocks until the bytes are in
+// place; NCCL: the compute stream waits on the communication stream, and
+// the host blocks only in wait(); past the timeout a watchdog aborts the
+// communicator). On the CPU device the compute stream is the calling
 // thread, so both orderings are the plain host order. Every rank must call
 // the same collectives in the same order with the same sizes.
 //   allreduce(data)           in place; any element count, including 0.
@@ -61,6 +66,7 @@
 #include <thread>
 
 #include "comm/op_log.h"
+#include "comm/staging.h"
 #include "comm/store/store.h"
 #include "comm/types.h"
 #include "core/status.h"
@@ -169,6 +175,7 @@ class Communicator {
   WorkPtr allreduce_async(Tensor data, ReduceOp op);
   WorkPtr reduce_scatter_async(ConstTensor input, Tensor output, ReduceOp op);
   WorkPtr allgather_async(ConstTensor input, Tensor output);
+  WorkPtr broadcast_async(Tensor data, int root);
 
   WorkPtr allreduce_async(std::span<std::byte> data, DType dtype, ReduceOp op);
   WorkPtr reduce_scatter_async(std::span<const std::byte> input, std::span<std::byte> output,
@@ -189,8 +196,16 @@ class Communicator {
  protected:
   Communicator(int rank, int world_size, std::chrono::milliseconds timeout);
 
+  // The memory the do_* hooks move ("comm staging", comm/staging.h): null
+  // (the default) is host memory, and a tensor in a device's memory comes
+  // through Device::host_address or, where that is null, staged through
+  // host memory; a device is that device's memory as raw device pointers
+  // (NCCL), and host memory is staged into it. Fixed for the
+  // communicator's life.
+  virtual device::Device* hook_device() const { return nullptr; }
+
   // Backend hooks: run on the communication thread, one at a time, with
-  // arguments already validated.
+  // arguments already validated, on buffers in hook_device()'s memory.
   virtual Status do_allreduce(std::span<std::byte> data, DType dtype, ReduceOp op) = 0;
   virtual Status do_reduce_scatter(std::span<const std::byte> input, std::span<std::byte> output,
                                    DType dtype, ReduceOp op) = 0;
@@ -213,6 +228,15 @@ class Communicator {
     uint64_t msg_bytes = 0;  // as the comms logger records it (op_log.h)
   };
   WorkPtr enqueue(OpType type, uint64_t msg_bytes, std::function<Status()> run);
+  // Every collective goes through these: checks on the caller's thread,
+  // then a task that stages (staging.h), runs the hook, and stages back.
+  WorkPtr submit_allreduce(CommBuffer data, DType dtype, ReduceOp op);
+  WorkPtr submit_reduce_scatter(CommBuffer input, CommBuffer output, DType dtype, ReduceOp op);
+  WorkPtr submit_allgather(CommBuffer input, CommBuffer output);
+  WorkPtr submit_broadcast(CommBuffer data, int root);
+  WorkPtr submit(OpType type, uint64_t msg_bytes, const char* op,
+                 std::vector<StagedBuffers::Use> uses,
+                 std::function<Status(const StagedBuffers&)> hook);
   void log_op(const Task& task, double ms);
   static WorkPtr failed(Status status);
   void thread_main();
@@ -223,7 +247,8 @@ class Communicator {
 
   mutable std::mutex counters_mu_;
   CommCounters counters_;
-  std::optional<OpLog> op_log_;  // guarded by counters_mu_
+  std::optional<OpLog> op_log_;          // guarded by counters_mu_
+  std::vector<std::byte> host_staging_;  // communication thread only
   std::vector<OpType> logged_ops_;
   bool log_verbose_ = false;
 

@@ -71,14 +71,19 @@ constexpr Var kRegistry[] = {
     {"SKYPILOT_NUM_GPUS_PER_NODE", "SkyPilot: GPUs a node (the agent's workers a node)"},
     {"ZEROTRAIN_COMM_TIMEOUT",
      "seconds a collective or store wait may take before failing (default 30)"},
+    {"ZEROTRAIN_COMM_BACKEND",
+     "a GPU job's communicator: auto (default: NCCL, or Gloo with host staging when two ranks "
+     "share a GPU or the build has no NCCL), nccl or gloo"},
     {"ZEROTRAIN_NODE_RANK", "index of this host among the job's hosts"},
     {"ZEROTRAIN_RESTART_COUNT",
      "set by `zerotrain run --max_restarts` on restarted workers: which restart this is; "
      "`zerotrain train --save DIR` then resumes DIR's latest checkpoint"},
     {"ZEROTRAIN_LOG_LEVEL", "debug, info (default), warn or error"},
     {"ZEROTRAIN_DEVICE_MEMORY",
-     "capacity of the CPU device's memory, e.g. 512MiB (default unlimited); allocations beyond it "
+     "capacity of the device's memory, e.g. 512MiB (default unlimited); allocations beyond it "
      "fail"},
+    {"ZEROTRAIN_DEVICE",
+     "auto (default), cpu or cuda: the device `zerotrain train` trains on (--device)"},
     {"ZEROTRAIN_PEAK_TFLOPS",
      "the device's peak TFLOP/s for the training dtype; when set, monitors log MFU against it"},
     {"CUDA_VISIBLE_DEVICES", "devices this process may use; the launcher sets it per worker"},

@@ -2,10 +2,10 @@
 // src/ points at the including file's own layer or one below it, in the
 // order the build adds them (CMakeLists.txt's ZEROTRAIN_LAYERS, which the
 // document must list the same way); a device backend (device/<name>/) is
-// reached only from device/ itself and the CPU's own comm backend
-// (comm/gloo/); a model family (model/<name>/) only from the registry and
-// the family itself. The checker is tested on made-up includes first, so
-// a violation it misses would fail here too.
+// reached only from device/ itself and that device's own comm backend
+// (comm/gloo/ for device/cpu/, comm/nccl/ for device/cuda/); a model family (model/<name>/) only
+// from the registry and the family itself. The checker is tested on made-up includes first, so a
+// violation it misses would fail here too.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -41,9 +41,12 @@ std::string violation(const std::vector<std::string>& layers, const std::string&
   if (rank(to[0]) == static_cast<long>(layers.size())) return "";  // not a layer (a system dir)
   if (rank(to[0]) > rank(from[0]))
     return file + " includes " + included + ": layer " + to[0] + " is above " + from[0];
-  // A device backend: device/ itself, and Gloo (the CPU device's comm backend).
-  if (to[0] == "device" && to.size() > 2 && from[0] != "device" &&
-      !(from[0] == "comm" && from.size() > 2 && from[1] == "gloo"))
+  // A device backend: device/ itself, and the device's own comm backend.
+  const auto own_comm_backend = [&] {
+    if (from[0] != "comm" || from.size() < 3) return false;
+    return (from[1] == "gloo" && to[1] == "cpu") || (from[1] == "nccl" && to[1] == "cuda");
+  };
+  if (to[0] == "device" && to.size() > 2 && from[0] != "device" && !own_comm_backend())
     return file + " includes " + included + ": a device backend is device/'s own";
   // A model family: the registry and the family itself.
   if (to[0] == "model" && to.size() > 2) {
@@ -64,6 +67,9 @@ TEST(Layers, TheCheckerFlagsWhatItShould) {
   EXPECT_NE(violation(kLayers, "core/tensor.h", "device/device.h"), "");
   EXPECT_NE(violation(kLayers, "zero/stage3_strategy.cc", "device/cpu/convert.h"), "");
   EXPECT_EQ(violation(kLayers, "comm/gloo/reduce.cc", "device/cpu/convert.h"), "");
+  EXPECT_EQ(violation(kLayers, "comm/nccl/nccl_communicator.cc", "device/cuda/cuda_device.h"), "");
+  EXPECT_NE(violation(kLayers, "comm/gloo/reduce.cc", "device/cuda/cuda_device.h"), "");
+  EXPECT_NE(violation(kLayers, "comm/factory.cc", "device/cuda/cuda_device.h"), "");
   EXPECT_EQ(violation(kLayers, "device/device.cc", "device/cpu/cpu_device.h"), "");
   EXPECT_NE(violation(kLayers, "engine/engine.cc", "model/gpt2/gpt_model.h"), "");
   EXPECT_NE(violation(kLayers, "model/module.cc", "model/gpt2/layout.h"), "");

@@ -10,6 +10,7 @@
 
 #include "comm/gloo/gloo_communicator.h"
 #include "comm/gloo/gloo_store.h"
+#include "comm/rendezvous.h"
 #include "core/log.h"
 
 namespace zerotrain::comm {
@@ -17,13 +18,6 @@ namespace {
 
 bool is_loopback(const std::string& host) {
   return host == "localhost" || host.rfind("127.", 0) == 0 || host == "::1";
-}
-
-std::string seconds_text(std::chrono::milliseconds ms) {
-  std::string s = std::to_string(ms.count() / 1000.0);
-  s.erase(s.find_last_not_of('0') + 1);
-  if (!s.empty() && s.back() == '.') s.pop_back();
-  return s + " s";
 }
 
 void ignore_sigpipe_once() {
@@ -42,8 +36,7 @@ GlooCommunicator::GlooCommunicator(const CommOptions& options)
 GlooCommunicator::~GlooCommunicator() {
   shutdown();  // no hook may run while members go away
   context_.reset();
-  store_.reset();
-  server_.reset();
+  store_.reset();  // rank 0's server goes with the last holder of the store
 }
 
 std::unique_ptr<gloo::transport::UnboundBuffer> GlooCommunicator::buffer(void* ptr, size_t bytes) {
@@ -83,28 +76,6 @@ Status GlooCommunicator::fail_with(Status st) {
   return st;
 }
 
-Status GlooCommunicator::rendezvous_arrivals(Store& store, const std::string& prefix) {
-  int n = world_size();
-  ZT_RETURN_IF_ERROR(store.set(prefix + "arrived/" + std::to_string(rank()), "1")
-                         .with_context("rendezvous at " + store_address_));
-  std::vector<std::string> keys;
-  for (int r = 0; r < n; ++r) keys.push_back(prefix + "arrived/" + std::to_string(r));
-  Status st = store.wait(keys, timeout());
-  if (st.ok()) return st;
-  if (st.code() != StatusCode::kTimeout) return st.with_context("rendezvous at " + store_address_);
-  StatusOr<std::vector<std::string>> missing = store.missing_keys(keys);
-  std::string ranks;
-  int count = 0;
-  for (const std::string& k : missing.ok() ? *missing : keys) {
-    ranks += (ranks.empty() ? "" : ", ") + k.substr(k.rfind('/') + 1);
-    ++count;
-  }
-  return timeout_error("rendezvous at " + store_address_ + " timed out after " +
-                       seconds_text(timeout()) + " on rank " + std::to_string(rank()) + ": " +
-                       (count == 1 ? "rank " : "ranks ") + ranks + " of world size " +
-                       std::to_string(n) + " did not arrive");
-}
-
 Status GlooCommunicator::connect_mesh(Store& store, const std::string& prefix) {
   gloo::transport::tcp::attr attr;
   if (!options_.iface.empty()) {
@@ -133,29 +104,13 @@ Status GlooCommunicator::connect_mesh(Store& store, const std::string& prefix) {
 }
 
 Status GlooCommunicator::connect() {
-  if (options_.store) {
-    store_ = options_.store;
-    store_address_ = store_->address();
-  } else {
-    if (rank() == 0 && options_.host_store) {
-      ZT_ASSIGN_OR_RETURN(server_,
-                          TcpStoreServer::start({"", options_.master_port, options_.secret}));
-    }
-    TcpStoreClientOptions client;
-    client.host = options_.master_addr;
-    client.port = options_.master_port;
-    client.secret = options_.secret;
-    client.connect_timeout = timeout();
-    client.io_timeout = timeout();
-    ZT_ASSIGN_OR_RETURN(store_, TcpStoreClient::connect(client));
-  }
-  // Each creation of a group gets its own key space, so a job may build
-  // (or rebuild) several communicators over one store.
-  std::string group = "zt/" + options_.group + "/";
-  ZT_ASSIGN_OR_RETURN(int64_t generation,
-                      store_->add(group + "generation/" + std::to_string(rank()), 1));
-  std::string prefix = group + std::to_string(generation) + "/";
-  ZT_RETURN_IF_ERROR(rendezvous_arrivals(*store_, prefix));
+  ZT_ASSIGN_OR_RETURN(store_, connect_store(options_));
+  store_address_ = store_->address();
+  ZT_ASSIGN_OR_RETURN(std::string prefix,
+                      fresh_prefix(*store_, "zt/" + options_.group + "/", rank()));
+  ZT_RETURN_IF_ERROR(exchange_with_ranks(*store_, prefix + "arrived/", rank(), world_size(), "1",
+                                         timeout(), /*read=*/false)
+                         .status());
   ZT_RETURN_IF_ERROR(connect_mesh(*store_, prefix));
   // Nobody leaves until everyone's mesh is up: rank 0's store may then go.
   ZT_RETURN_IF_ERROR(do_barrier().with_context("rendezvous at " + store_address_));

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "comm/communicator.h"
-#include "comm/store/tcp_store.h"
+#include "comm/store/store.h"
 
 namespace zerotrain::comm {
 
@@ -54,13 +54,11 @@ class GlooCommunicator final : public Communicator {
   Status do_barrier() override;
 
  private:
-  Status rendezvous_arrivals(Store& store, const std::string& prefix);
   Status connect_mesh(Store& store, const std::string& prefix);
 
   CommOptions options_;
   std::string store_address_;
-  std::unique_ptr<TcpStoreServer> server_;
-  std::shared_ptr<Store> store_;
+  std::shared_ptr<Store> store_;  // holds rank 0's store server (rendezvous.h)
   std::shared_ptr<gloo::Context> context_;
   Status broken_;
   uint64_t op_seq_ = 0;
