@@ -5,11 +5,15 @@
     ... --mode zero1-fp32 | ddp-bf16-autocast | fsdp
     ... --write-init init.safetensors      # rank 0 writes its initial weights (HF names)
     ... --init init.safetensors            # start from these weights instead
+    python3 bench/peer/gpt_peer.py --device cuda --mode ddp-bf16-autocast --data DIR \
+        --layers 12 --width 768 --heads 12 --vocab 50257 --block 1024 --seq-len 1024 \
+        --micro-batch 16                    # GPT-2 124M on one GPU (torch >= 2.0 with CUDA)
 
-Prints ONE line of JSON: mode, procs, threads, tokens_per_s (global, the
-median step after --warmup steps), peak RSS of each rank (VmHWM), the losses
-of every step. A mode this torch cannot run (FSDP without CUDA in Debian's
-1.13) prints {"mode": ..., "available": false, "reason": ...} after trying.
+Prints ONE line of JSON: mode, procs, threads, device, tokens_per_s (global,
+the median step after --warmup steps), peak RSS of each rank (VmHWM), the
+losses of every step. A mode this torch cannot run (FSDP without CUDA in
+Debian's 1.13) prints {"mode": ..., "available": false, "reason": ...} after
+trying.
 
 Like for like with zerotrain (src/model, src/kernels/cpu, src/train, src/optim):
   * model: pre-LN GPT-2 blocks, GELU tanh approximation, LayerNorm eps 1e-5,
@@ -26,6 +30,36 @@ Like for like with zerotrain (src/model, src/kernels/cpu, src/train, src/optim):
 Processes start with torch.multiprocessing.spawn and meet over Gloo on
 127.0.0.1 (torchrun is broken on Debian's Python 3.11). Each process runs
 --threads threads (OMP_NUM_THREADS, OPENBLAS_NUM_THREADS, set_num_threads).
+
+--device cuda (default cpu; the device check, scripts/device_check.sh, runs
+it on one H100/H200) is PyTorch eager at its best on one GPU, for the
+throughput ratio: one process, the model and every batch on cuda:0, no
+process group and no DDP wrapper (one GPU: --procs must be 1; modes
+ddp-fp32 and ddp-bf16-autocast only, named as on the CPU). Differences from
+the CPU path, all the usual fast paths of eager PyTorch on a GPU:
+  * attention is torch.nn.functional.scaled_dot_product_attention(
+    is_causal=True), which picks a fused kernel: FlashAttention(-2) for
+    bf16 under autocast (or cuDNN's fused attention where that torch
+    prefers it on Hopper), the memory-efficient (CUTLASS) kernel for fp32;
+    never the [T, T] score matrix. Same math, scale 1/sqrt(head size). The
+    CPU keeps the explicit masked softmax above;
+  * AdamW(fused=True) where this torch has it (else foreach, else the
+    default loop; the JSON's "adamw" says which), clip_grad_norm_ as above;
+  * ddp-fp32 runs IEEE fp32 matmuls: TF32 off (torch.backends.cuda.matmul
+    fp32_precision "ieee" on torch >= 2.9, allow_tf32 = False before);
+    ddp-bf16-autocast is torch.autocast("cuda", dtype=torch.bfloat16);
+  * timing: the batch is built on the host before the clock (as zt_train_bench
+    does), its copy to the GPU is inside; each step ends with
+    torch.cuda.synchronize() before the clock is read;
+  * no torch.compile (it costs about a minute of the check's budget).
+Init is the same as on the CPU (built there from torch's RNG, or --init /
+--zt-init, then moved). The JSON line adds "device": "cuda:0 (<name>)",
+"peak_mem_bytes" (torch.cuda.max_memory_allocated), "attention", "adamw"
+and "tf32". Without a usable GPU (torch.cuda.is_available() False, or a
+torch without scaled_dot_product_attention) it exits 1 with one line on
+stderr, before any work; a run that fails on the GPU (out of memory, a CUDA
+error) prints its traceback to stderr, the JSON line with "available":
+false and the reason, and exits 1.
 """
 
 import argparse
@@ -38,8 +72,11 @@ import statistics
 import sys
 import tempfile
 import time
+import traceback
 
 MODES = ("ddp-fp32", "zero1-fp32", "ddp-bf16-autocast", "fsdp")
+DEVICES = ("cpu", "cuda")
+CUDA_MODES = ("ddp-fp32", "ddp-bf16-autocast")
 HF_TRANSPOSED = (".attn.c_attn.weight", ".attn.c_proj.weight", ".mlp.c_fc.weight",
                  ".mlp.c_proj.weight")  # HF's Conv1D stores [in, out]
 # Keys an HF GPT-2 file may carry that are not parameters of ours.
@@ -50,6 +87,8 @@ def parse_args(argv):
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--data", required=True, help="directory of train_*.bin shards")
     p.add_argument("--mode", choices=MODES, default="ddp-fp32")
+    p.add_argument("--device", choices=DEVICES, default="cpu",
+                   help="cpu (ranks over Gloo) or cuda (one process on cuda:0)")
     p.add_argument("--procs", type=int, default=1)
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--steps", type=int, default=20)
@@ -82,6 +121,11 @@ def parse_args(argv):
         p.error(f"--width {a.width} must be a multiple of --heads {a.heads}")
     if a.seq_len > a.block:
         p.error(f"--seq-len {a.seq_len} exceeds --block {a.block}")
+    if a.device == "cuda" and a.procs != 1:
+        p.error(f"--device cuda runs one process on one GPU: --procs must be 1, got {a.procs}")
+    if a.device == "cuda" and a.mode not in CUDA_MODES:
+        p.error(f"--device cuda runs --mode {' or '.join(CUDA_MODES)} (one GPU, no process "
+                f"group), not {a.mode}")
     return a
 
 
@@ -102,19 +146,25 @@ def build_model(a):
     import torch.nn as nn
     import torch.nn.functional as F
 
+    sdpa = getattr(a, "device", "cpu") == "cuda"
+
     class Attention(nn.Module):
         def __init__(self):
             super().__init__()
             self.c_attn = nn.Linear(a.width, 3 * a.width)
             self.c_proj = nn.Linear(a.width, a.width)
             # A plain attribute, not a buffer: DDP would broadcast it, and Gloo has no bool.
-            self.mask = torch.tril(torch.ones(a.block, a.block, dtype=torch.bool))
+            self.mask = None if sdpa else torch.tril(torch.ones(a.block, a.block,
+                                                                dtype=torch.bool))
 
         def forward(self, x):
             B, T, C = x.shape
             hs = C // a.heads
             q, k, v = self.c_attn(x).split(C, dim=2)
             q, k, v = (t.view(B, T, a.heads, hs).transpose(1, 2) for t in (q, k, v))
+            if sdpa:  # the fused kernels (module docstring); default scale 1/sqrt(hs)
+                y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+                return self.c_proj(y.transpose(1, 2).contiguous().view(B, T, C))
             att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(hs))
             att = att.masked_fill(~self.mask[:T, :T], float("-inf")).softmax(dim=-1)
             return self.c_proj((att @ v).transpose(1, 2).contiguous().view(B, T, C))
@@ -149,7 +199,7 @@ def build_model(a):
             self.ln_f = nn.LayerNorm(a.width, eps=1e-5)
 
         def forward(self, idx, targets):
-            pos = torch.arange(idx.shape[1], dtype=torch.long)
+            pos = torch.arange(idx.shape[1], dtype=torch.long, device=idx.device)
             x = self.wte(idx) + self.wpe(pos)
             for block in self.h:
                 x = block(x)
@@ -239,16 +289,16 @@ def wrap(model, a):
     return m, opt, lambda: torch.nn.utils.clip_grad_norm_(m.parameters(), a.max_grad_norm)
 
 
-def train_step(m, opt, clip, loader, step, a):
+def optimizer_step(m, opt, clip, rows, step, a):
+    """Forward + loss (autocast in the bf16 mode, on rows' device), backward,
+    clipping, AdamW at lr_at(step); returns the loss tensor (not synchronised)."""
     import torch
-    import torch.distributed as dist
 
-    rows = torch.tensor(loader.next(), dtype=torch.long)
     x, y = rows[:, :-1], rows[:, 1:]
     for g in opt.param_groups:
         g["lr"] = lr_at(step, a)
     if a.mode == "ddp-bf16-autocast":
-        with torch.autocast("cpu", dtype=torch.bfloat16):
+        with torch.autocast(rows.device.type, dtype=torch.bfloat16):
             loss = m(x, y)
     else:
         loss = m(x, y)
@@ -256,20 +306,25 @@ def train_step(m, opt, clip, loader, step, a):
     clip()
     opt.step()
     opt.zero_grad(set_to_none=True)
+    return loss
+
+
+def train_step(m, opt, clip, loader, step, a):
+    import torch
+    import torch.distributed as dist
+
+    rows = torch.tensor(loader.next(), dtype=torch.long)
+    loss = optimizer_step(m, opt, clip, rows, step, a)
     mean = loss.detach().float().clone()
     dist.all_reduce(mean)  # the mean over ranks, as zerotrain logs it
     return mean.item() / a.procs
 
 
-def worker(rank, a, port, out_dir):
+def initial_model(a, rank, barrier):
+    """The model with its initial weights, on the CPU: torch's RNG from --seed,
+    or --zt-init, then --write-init / --init."""
     import torch
-    import torch.distributed as dist
-    from zt_data import Loader, read_split
 
-    torch.set_num_threads(a.threads)
-    # A lost peer fails a collective within 3 minutes, not Gloo's default 30.
-    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank,
-                            world_size=a.procs, timeout=datetime.timedelta(seconds=180))
     torch.manual_seed(a.seed)
     model = build_model(a)
     if a.zt_init:
@@ -283,10 +338,92 @@ def worker(rank, a, port, out_dir):
         # wrote, as zerotrain's --init will: the file round-trips.
         if rank == 0:
             write_init(model, a.write_init)
-        dist.barrier()
+        barrier()
         init = a.write_init
     if init:
         load_init(model, init)
+    return model
+
+
+def cuda_problem(torch):
+    """Why --device cuda cannot run with this torch, or None."""
+    if not torch.cuda.is_available():
+        why = ("it was built without CUDA" if torch.version.cuda is None
+               else f"built for CUDA {torch.version.cuda}, it finds no usable GPU or driver")
+        return f"torch {torch.__version__} has no CUDA device ({why}; torch.cuda.is_available() " \
+               f"is False)"
+    if not hasattr(torch.nn.functional, "scaled_dot_product_attention"):
+        return f"torch {torch.__version__} has no scaled_dot_product_attention (needs >= 2.0)"
+    return None
+
+
+def disable_tf32(torch):
+    """IEEE fp32 matmuls on the GPU. torch >= 2.9 has a per-backend setting and
+    warns on the legacy flag (reading one after writing the other raises), so
+    the new one where it exists. Returns what was set."""
+    matmul = torch.backends.cuda.matmul
+    try:
+        matmul.fp32_precision = "ieee"  # torch < 2.9: AssertionError "Unknown attribute"
+        return "off (fp32_precision ieee)"
+    except (AssertionError, AttributeError):
+        matmul.allow_tf32 = False
+        return "off (allow_tf32 False)"
+
+
+def cuda_adamw(params, kw):
+    """(AdamW, which implementation): fused where this torch has it."""
+    import torch
+
+    for extra, name in (({"fused": True}, "fused"), ({"foreach": True}, "foreach"), ({}, "loop")):
+        try:
+            return torch.optim.AdamW(params, **kw, **extra), name
+        except (TypeError, RuntimeError, ValueError):
+            continue
+    raise AssertionError("unreachable: the plain AdamW always constructs")
+
+
+def run_cuda(a):
+    """--device cuda: one process, one GPU (cuda:0), no process group, no DDP.
+    Returns what a CPU rank writes to its rankN.json, plus the GPU's keys."""
+    import torch
+    from zt_data import Loader, read_split
+
+    torch.set_num_threads(a.threads)
+    dev = torch.device("cuda", 0)
+    torch.cuda.set_device(dev)
+    # ddp-bf16-autocast keeps torch's default (no TF32 for fp32 matmuls either).
+    tf32 = disable_tf32(torch) if a.mode == "ddp-fp32" else "default"
+    torch.cuda.reset_peak_memory_stats(dev)
+    model = initial_model(a, 0, lambda: None).to(dev)
+    params = list(model.parameters())
+    opt, adamw = cuda_adamw(params, dict(lr=lr_at(1, a), betas=tuple(a.betas), eps=a.eps,
+                                         weight_decay=a.weight_decay))
+    clip = lambda: torch.nn.utils.clip_grad_norm_(params, a.max_grad_norm)  # noqa: E731
+    loader = Loader(read_split(a.data, "train"), a.seq_len, a.micro_batch, 1, 0, a.seed)
+    losses, times = [], []
+    for step in range(1, a.steps + 1):
+        host = torch.tensor(loader.next(), dtype=torch.long)
+        t0 = time.perf_counter()  # the previous step ended with a synchronize
+        loss = optimizer_step(model, opt, clip, host.to(dev), step, a)
+        torch.cuda.synchronize(dev)
+        times.append(time.perf_counter() - t0)
+        losses.append(loss.item())
+    return {"rank": 0, "losses": losses, "times": times, "peak_rss_mib": peak_rss_mib(),
+            "device": f"cuda:0 ({torch.cuda.get_device_name(dev)})",
+            "peak_mem_bytes": torch.cuda.max_memory_allocated(dev),
+            "attention": "sdpa", "adamw": adamw, "tf32": tf32}
+
+
+def worker(rank, a, port, out_dir):
+    import torch
+    import torch.distributed as dist
+    from zt_data import Loader, read_split
+
+    torch.set_num_threads(a.threads)
+    # A lost peer fails a collective within 3 minutes, not Gloo's default 30.
+    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank,
+                            world_size=a.procs, timeout=datetime.timedelta(seconds=180))
+    model = initial_model(a, rank, dist.barrier)
     result = {"rank": rank}
     try:
         m, opt, clip = wrap(model, a)
@@ -336,13 +473,29 @@ def main(argv):
     tokens_per_step = a.micro_batch * a.seq_len * a.procs
     head = {"impl": "pytorch", "mode": a.mode, "procs": a.procs, "threads": a.threads,
             "torch": torch.__version__,
-            "openblas_coretype": os.environ.get("OPENBLAS_CORETYPE")}
-    with tempfile.TemporaryDirectory(prefix="gpt_peer.") as out_dir:
-        mp.spawn(worker, args=(a, free_port(), out_dir), nprocs=a.procs, join=True)
-        ranks = []
-        for r in range(a.procs):
-            with open(os.path.join(out_dir, f"rank{r}.json")) as f:
-                ranks.append(json.load(f))
+            "openblas_coretype": os.environ.get("OPENBLAS_CORETYPE"), "device": "cpu"}
+    gpu = {}
+    if a.device == "cuda":
+        problem = cuda_problem(torch)
+        if problem:
+            raise SystemExit(f"gpt_peer: --device cuda: {problem}")
+        try:
+            ranks = [run_cuda(a)]
+        except RuntimeError as e:  # torch.cuda.OutOfMemoryError is one
+            traceback.print_exc()
+            reason = str(e).strip().splitlines()[0] if str(e).strip() else ""
+            print(json.dumps({**head, "device": "cuda:0", "available": False,
+                              "reason": f"{type(e).__name__}: {reason}"}), flush=True)
+            return 1
+        gpu = {k: ranks[0].pop(k) for k in ("peak_mem_bytes", "attention", "adamw", "tf32")}
+        head["device"] = ranks[0].pop("device")
+    else:
+        with tempfile.TemporaryDirectory(prefix="gpt_peer.") as out_dir:
+            mp.spawn(worker, args=(a, free_port(), out_dir), nprocs=a.procs, join=True)
+            ranks = []
+            for r in range(a.procs):
+                with open(os.path.join(out_dir, f"rank{r}.json")) as f:
+                    ranks.append(json.load(f))
     errors = [r["error"] for r in ranks if "error" in r]
     if errors:
         print(json.dumps({**head, "available": False, "reason": errors[0]}), flush=True)
@@ -355,7 +508,7 @@ def main(argv):
                       "tokens_per_s_best": tokens_per_step / min(timed),
                       "tokens_per_step": tokens_per_step,
                       "steps": a.steps, "warmup": a.warmup,
-                      "peak_rss_mib": [round(r["peak_rss_mib"], 1) for r in ranks],
+                      "peak_rss_mib": [round(r["peak_rss_mib"], 1) for r in ranks], **gpu,
                       "losses": ranks[0]["losses"]}), flush=True)
     return 0
 

@@ -9,6 +9,7 @@
 #include <span>
 
 #include "config/config.h"
+#include "device/device.h"
 #include "engine/engine.h"
 #include "model/registry.h"
 
@@ -118,6 +119,8 @@ StatusOr<TrainResult> run_train_case(const TrainCase& in, comm::Communicator* co
     fill_batch(rng, info.vocab_size, c.B, c.T, &x, &y);
     const auto t0 = Clock::now();
     ZT_ASSIGN_OR_RETURN(float loss, train_step(*e, x, y, c.B, c.T));
+    // A GPU may still run the step's last kernels: the step ends when they do.
+    ZT_RETURN_IF_ERROR(device::default_device().synchronize());
     float dt = std::chrono::duration<float>(Clock::now() - t0).count();
     // The step ends when the slowest rank ends it (outside the timed region).
     if (r.ranks > 1)

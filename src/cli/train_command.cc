@@ -29,6 +29,7 @@ struct TrainFlags {
   std::vector<double> betas;
   bool bf16 = false, fp16 = false, print_default_config = false;
   std::string device_memory;
+  std::string device;  // --device; empty: ZEROTRAIN_DEVICE, else auto
   std::string rdzv_file;
 };
 
@@ -88,8 +89,22 @@ int run_train(const CLI::App* cmd, TrainFlags& f) {
     }
     o.device_memory = *bytes;
   }
-  StatusOr<std::unique_ptr<comm::Communicator>> comm =
-      comm::create_communicator(*copts, device::default_device());
+  // The device before anything allocates: the worker's GPU when it has one.
+  const std::string device_text =
+      !f.device.empty() ? f.device : env::get("ZEROTRAIN_DEVICE").value_or("auto");
+  StatusOr<device::DeviceChoice> choice = device::parse_device_choice(device_text);
+  if (!choice.ok()) {
+    std::cerr << "zerotrain train: --device: " << choice.status().message() << "\n";
+    return 2;
+  }
+  StatusOr<device::Device*> dev =
+      device::select_default_device(*choice, job->placement.local_rank.value_or(0));
+  if (!dev.ok()) {
+    std::cerr << "zerotrain train: " << dev.status().to_string() << "\n";
+    return 1;
+  }
+  if ((*dev)->type() != device::DeviceType::kCpu) log::info("training on ", (*dev)->name());
+  StatusOr<std::unique_ptr<comm::Communicator>> comm = comm::create_communicator(*copts, **dev);
   if (!comm.ok()) {
     std::cerr << "zerotrain train: " << comm.status().to_string() << "\n";
     return 1;
@@ -118,6 +133,10 @@ Runner add_train_command(CLI::App& app) {
                   "rendezvous through this file on a file system every rank shares, when the "
                   "launcher gives no address (ZEROTRAIN_RDZV_FILE; id from ZEROTRAIN_RDZV_ID or "
                   "the Slurm/Flux job id)");
+  cmd->add_option("--device", f->device,
+                  "auto (default, or ZEROTRAIN_DEVICE): this worker's GPU when the build has the "
+                  "CUDA backend and the driver shows one, else the CPU; cpu or cuda to force one")
+      ->check(CLI::IsMember({"auto", "cpu", "cuda"}));
   cmd->add_option("--device-memory", f->device_memory,
                   "capacity of the device's memory, e.g. 512MiB (default: unlimited, or "
                   "ZEROTRAIN_DEVICE_MEMORY); an allocation beyond it fails naming what would fit");

@@ -18,6 +18,7 @@
 #include "comm/rank_threads.h"
 #include "core/range.h"
 #include "device/cpu/guarded_device.h"
+#include "device/device.h"
 #include "engine/engine.h"
 #include "engine/engine_test_util.h"
 #include "zero/sharded_strategy.h"
@@ -45,6 +46,11 @@ struct Job {
   // Each rank on its own guarded CPU device (device/cpu/guarded_device.h):
   // any dereference of device memory outside the device's calls crashes.
   bool guarded = false;
+  // Each rank on its own CUDA device (the tests skip without a GPU); with
+  // a capacity in bytes when device_capacity > 0.
+  bool cuda = false;
+  int64_t device_capacity = 0;
+  bool expect_error = false;  // an Engine::create error goes into Result::status
 };
 
 struct Result {
@@ -57,6 +63,8 @@ struct Result {
   int64_t forward_gathers = 0;  // stages 1-2: all-gather columns completed under a forward
   int64_t reduce_columns = 0, in_place_reduces = 0, staging_bytes = 0;  // stages 1-2
   CoordinatorStats stage3;  // stage 3: gathers, prefetches, live high-water mark
+  int64_t device_peak = 0;  // the rank's own device (guarded or cuda): peak bytes in use
+  Status status;            // an engine error (instead of a test failure) when expect_error
 };
 
 inline std::string config_json(const Job& j) {
@@ -72,11 +80,21 @@ inline std::string config_json(const Job& j) {
 inline void train_rank(comm::Communicator& c, const Job& j, Result* out) {
   const int n = c.world_size(), rank = c.rank();
   const int64_t mb = j.rows / (n * j.gas);
-  std::unique_ptr<device::Device> guarded;
-  if (j.guarded) guarded = device::cpu::make_guarded_device();
+  std::unique_ptr<device::Device> own;
+  if (j.guarded) own = device::cpu::make_guarded_device();
+  if (j.cuda) {
+    auto d = device::make_device(device::DeviceType::kCuda, 0);
+    ASSERT_TRUE(d.ok()) << d.status().to_string();
+    own = std::move(*d);
+  }
+  if (own && j.device_capacity > 0) own->set_capacity(j.device_capacity);
   // Rank 0's weights win (the strategies broadcast them).
-  model::gpt2::GptModel m = make_model(mb, rank == 0 ? 7 : 99, guarded.get());
+  model::gpt2::GptModel m = make_model(mb, rank == 0 ? 7 : 99, own.get());
   auto e = engine::Engine::create(parse(config_json(j), n), &m, &c);
+  if (!e.ok() && j.expect_error) {
+    out->status = e.status();
+    return;
+  }
   ASSERT_TRUE(e.ok()) << e.status().to_string();
   for (int s = 0; s < j.steps; ++s) {
     const auto x = tokens(j.rows * kSeq, 100 + s), y = tokens(j.rows * kSeq, 200 + s);
@@ -109,6 +127,7 @@ inline void train_rank(comm::Communicator& c, const Job& j, Result* out) {
     out->own = z3->layout().owned_numel();
     out->stage3 = z3->coordinator().stats();
   }
+  if (own) out->device_peak = own->usage().peak;
   out->bytes = (*e)->memory().model_states;
   out->host_bytes = (*e)->memory().host_model_states;
   out->numel = m.layout().total_numel();
