@@ -11,7 +11,8 @@
 #   4. GPT-2 124M bf16: the first steps' losses on the GPU against the CPU's;
 #   5. throughput: the cuBLASLt bf16 GEMM ceiling, then zerotrain GPT-2 124M
 #      bf16 B=16 T=1024 tokens/s, and the PyTorch peer on the same model,
-#      batch and precision;
+#      batch and precision; while the bench runs, `zerotrain gpus` must
+#      list the GPU nvidia-smi lists and `zerotrain holders` the bench;
 #   6. the summary table (MFU against 989 TFLOP/s and the measured GEMM
 #      ceiling, the ratio to PyTorch), last.
 # Results go to $OUT (default gpu-out/, at most 8 files). Each step has its
@@ -103,10 +104,32 @@ print(f"loss curve: {'PASSED' if worst <= 2e-2 and n == len(c) else 'FAILED'}: {
       f"difference {worst:.2e} (bf16 tolerance 2e-2)")
 PY
 
-# ---- 5. throughput ----
+# ---- 5. throughput; `zerotrain gpus` and `holders` against the driver ----
 if [ "$no_gpu" = 0 ]; then bm=16; bt=1024; ws=3; ts=10; else bm=2; bt=64; ws=1; ts=2; fi
 timeout 150 "$B/bin/zt_train_bench" --device "$gpu" --gemm-ceiling --model "$model" --precision bf16 \
-  --batch "$bm" --seq "$bt" --warmup "$ws" --steps "$ts" --json "$OUT/perf.jsonl" >>"$OUT/check.log" 2>&1
+  --batch "$bm" --seq "$bt" --warmup "$ws" --steps "$ts" --json "$OUT/perf.jsonl" >>"$OUT/check.log" 2>&1 &
+bench=$!
+if [ "$no_gpu" = 0 ]; then
+  sleep 20  # the bench holds the GPU by now (it is timing GEMMs or steps)
+  {
+    echo "== zerotrain gpus (NVML) during the bench"; "$ZT" gpus 2>&1
+    echo "== nvidia-smi"; nvidia-smi --query-gpu=name,memory.total,memory.used --format=csv 2>&1
+    echo "== zerotrain holders /dev/nvidia* (the bench runs under timeout, pid $bench)"
+    "$ZT" holders --pattern '/dev/nvidia*' 2>&1
+  } >>"$OUT/env.txt"
+  if "$ZT" holders --pattern '/dev/nvidia*' 2>/dev/null | grep -q zt_train_bench; then
+    say "holders: names the running bench"
+  else
+    say "holders: FAILED to name the running bench; see env.txt"
+  fi
+  gpu_name=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)
+  if [ -n "$gpu_name" ] && "$ZT" gpus 2>/dev/null | grep -qF "$gpu_name"; then
+    say "gpus: lists $gpu_name as nvidia-smi does"
+  else
+    say "gpus: FAILED to list '$gpu_name'; see env.txt"
+  fi
+fi
+wait "$bench"
 say "zt_train_bench rc=$?"
 "$ZT" data generate "$work/data" >>"$OUT/check.log" 2>&1
 if [ "$model" = gpt2 ]; then shape="--layers 12 --width 768 --heads 12 --vocab 50257 --block 1024"

@@ -54,7 +54,7 @@ class DeviceLoopback final : public Communicator {
 };
 
 // CPU memory the host cannot address: neither direct nor stageable here.
-class UnreachableDevice final : public device::cpu::CpuDevice {
+class ForeignDevice final : public device::cpu::CpuDevice {
  public:
   std::string name() const override { return "unreachable"; }
   void* host_address(const void*) const override { return nullptr; }
@@ -113,7 +113,7 @@ TEST(DeviceHookStaging, HostAddressableDeviceMemoryIsStagedIn) {
 TEST(DeviceHookStaging, AnotherDevicesUnaddressableMemoryIsRefused) {
   std::unique_ptr<device::Device> gpu = device::cpu::make_guarded_device();
   DeviceLoopback c(*gpu);
-  UnreachableDevice other;
+  ForeignDevice other;
   auto buf = other.allocate(16, device::MemoryCategory::kBuffers, "elsewhere");
   ASSERT_TRUE(buf.ok());
   Status st = c.allreduce(buf->tensor(DType::kFloat32), ReduceOp::kSum);
