@@ -3,7 +3,7 @@
 BUILD ?= build
 BUILD_TYPE ?= Release
 JOBS ?= $(shell nproc)
-# Unity builds (CMake batches of 8 sources): a clean build compiles each
+# Unity builds (CMake batches of 16 sources): a clean build compiles each
 # header (nlohmann/json, gtest) once per batch instead of once per file,
 # which keeps `make test` (two full builds) inside CI's budget on 2 cores.
 # UNITY=OFF for a developer tree where one edited file should rebuild alone.

@@ -18,6 +18,14 @@
 #include <bit>
 #include <cstdint>
 
+// The scalar conversions are also the CUDA kernels' (device/cuda/
+// element_math.h): __host__ __device__ under nvcc, plain inline elsewhere.
+#ifdef __CUDACC__
+#define ZT_HOST_DEVICE __host__ __device__
+#else
+#define ZT_HOST_DEVICE
+#endif
+
 namespace zerotrain {
 
 // IEEE binary16 bits. Trivially copyable, 2 bytes, so arrays of it can be
@@ -35,7 +43,7 @@ struct BFloat16 {
 
 static_assert(sizeof(Half) == 2 && sizeof(BFloat16) == 2);
 
-inline uint16_t fp32_to_fp16_bits(float value) {
+ZT_HOST_DEVICE inline uint16_t fp32_to_fp16_bits(float value) {
   const uint32_t x = std::bit_cast<uint32_t>(value);
   const uint32_t sign = (x >> 16) & 0x8000u;
   const uint32_t abs = x & 0x7fffffffu;
@@ -59,7 +67,7 @@ inline uint16_t fp32_to_fp16_bits(float value) {
   return static_cast<uint16_t>(sign | q);
 }
 
-inline float fp16_bits_to_fp32(uint16_t h) {
+ZT_HOST_DEVICE inline float fp16_bits_to_fp32(uint16_t h) {
   const uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
   const uint32_t exp = (h >> 10) & 0x1fu;
   const uint32_t mant = h & 0x3ffu;
@@ -75,13 +83,13 @@ inline float fp16_bits_to_fp32(uint16_t h) {
   return std::bit_cast<float>(sign | ((exp + 112u) << 23) | (mant << 13));
 }
 
-inline uint16_t fp32_to_bf16_bits(float value) {
+ZT_HOST_DEVICE inline uint16_t fp32_to_bf16_bits(float value) {
   const uint32_t x = std::bit_cast<uint32_t>(value);
   if ((x & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((x >> 16) | 0x40u);
   return static_cast<uint16_t>((x + 0x7fffu + ((x >> 16) & 1u)) >> 16);
 }
 
-inline float bf16_bits_to_fp32(uint16_t b) {
+ZT_HOST_DEVICE inline float bf16_bits_to_fp32(uint16_t b) {
   return std::bit_cast<float>(static_cast<uint32_t>(b) << 16);
 }
 

@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <initializer_list>
 #include <string>
 
 #include "comm/rank_threads.h"
@@ -99,14 +100,15 @@ inline void run_case(const Case& c) {
 
 // Every stage 0-3, offload off/on (not at stage 0: refused), fp32 and bf16,
 // at 1, 2 and 4 ranks, for one preset.
-inline void run_all_cases(const std::string& preset) {
-  for (int world : {1, 2, 4})
+inline void run_all_cases(const std::string& preset,
+                          std::initializer_list<int> worlds = {1, 2, 4}) {
+  for (int world : worlds)
     for (int stage = 0; stage <= 3; ++stage)
       for (bool offload : {false, true})
         for (bool bf16 : {false, true}) {
           if (stage == 0 && offload) continue;
-          run_case({.preset = preset, .world = world, .stage = stage, .offload = offload,
-                    .bf16 = bf16});
+          run_case(
+              {.preset = preset, .world = world, .stage = stage, .offload = offload, .bf16 = bf16});
         }
 }
 

@@ -7,8 +7,10 @@
 namespace zerotrain::tools {
 namespace {
 
+// 1 and 4 ranks: gpt2-tiny covers 2 as well (engine_agreement_test.cc);
+// here the larger Ψ cuts buckets and partitions differently.
 TEST(EngineAgreement, Gpt2SmallIshAllStagesWithAndWithoutOffloadFp32AndBf16) {
-  testutil::run_all_cases("gpt2-small-ish");
+  testutil::run_all_cases("gpt2-small-ish", {1, 4});
 }
 
 }  // namespace

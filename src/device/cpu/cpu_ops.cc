@@ -6,58 +6,44 @@
 #include "device/cpu/elementwise.h"
 #include "device/cpu/kernels/ops.h"
 #include "device/cpu/optimizer_kernels.h"
+#include "device/op_checks.h"
 
 namespace zerotrain::device::cpu {
-namespace {
-
-Status check_same(const char* op, const ConstTensor& a, const ConstTensor& b) {
-  if (a.numel == b.numel) return ok_status();
-  return invalid_argument(std::string(op) + ": " + std::to_string(a.numel) + " elements vs " +
-                          std::to_string(b.numel));
-}
-
-Status check_f32(const char* op, const ConstTensor& t) {
-  if (t.dtype == DType::kFloat32) return ok_status();
-  return invalid_argument(std::string(op) + ": needs fp32, got " +
-                          std::string(dtype_name(t.dtype)));
-}
-
-}  // namespace
 
 Status CpuOps::convert(ConstTensor src, Tensor dst) const {
-  ZT_RETURN_IF_ERROR(check_same("convert", src, dst));
+  ZT_RETURN_IF_ERROR(check_same_numel("convert", src, dst));
   convert_blocks(src.dtype, src.data, dst.dtype, dst.data, src.numel);
   return ok_status();
 }
 
 Status CpuOps::add(Tensor dst, ConstTensor src) const {
-  ZT_RETURN_IF_ERROR(check_same("add", src, dst));
-  ZT_RETURN_IF_ERROR(check_f32("add", src));
+  ZT_RETURN_IF_ERROR(check_same_numel("add", src, dst));
+  ZT_RETURN_IF_ERROR(check_fp32("add", src));
   add_rounded(dst.dtype, dst.data, src.ptr<float>(), src.numel);
   return ok_status();
 }
 
 Status CpuOps::round_through(DType dtype, ConstTensor in, Tensor out) const {
-  ZT_RETURN_IF_ERROR(check_same("round_through", in, out));
-  ZT_RETURN_IF_ERROR(check_f32("round_through", in));
-  ZT_RETURN_IF_ERROR(check_f32("round_through", out));
+  ZT_RETURN_IF_ERROR(check_same_numel("round_through", in, out));
+  ZT_RETURN_IF_ERROR(check_fp32("round_through", in));
+  ZT_RETURN_IF_ERROR(check_fp32("round_through", out));
   cpu::round_through(dtype, in.ptr<float>(), out.ptr<float>(), in.numel);
   return ok_status();
 }
 
 Status CpuOps::scale(Tensor x, float factor) const {
-  ZT_RETURN_IF_ERROR(check_f32("scale", x));
+  ZT_RETURN_IF_ERROR(check_fp32("scale", x));
   cpu::scale(x.ptr<float>(), x.numel, factor);
   return ok_status();
 }
 
 StatusOr<double> CpuOps::sum_squares(ConstTensor x) const {
-  ZT_RETURN_IF_ERROR(check_f32("sum_squares", x));
+  ZT_RETURN_IF_ERROR(check_fp32("sum_squares", x));
   return cpu::sum_squares(x.ptr<float>(), x.numel);
 }
 
 Status CpuOps::narrow_in_place(Tensor x, float scale_by, DType wire) const {
-  ZT_RETURN_IF_ERROR(check_f32("narrow_in_place", x));
+  ZT_RETURN_IF_ERROR(check_fp32("narrow_in_place", x));
   cpu::narrow_in_place(x.ptr<float>(), x.numel, scale_by, wire);
   return ok_status();
 }

@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "core/half.h"
 #include "device/ops.h"
 
 #ifdef __CUDACC__
@@ -44,54 +45,17 @@ ZT_HD float bits_float(uint32_t u) {
 #endif
 }
 
-// fp32 -> bf16 bits, round to nearest even; NaN stays a quiet NaN (core/half.h).
-ZT_HD uint16_t bf16_round_bits(float value) {
-  const uint32_t x = float_bits(value);
-  if ((x & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((x >> 16) | 0x40u);
-  return static_cast<uint16_t>((x + 0x7fffu + ((x >> 16) & 1u)) >> 16);
-}
-ZT_HD float bf16_to_float(uint16_t b) { return bits_float(static_cast<uint32_t>(b) << 16); }
+// The fp16/bf16 conversions are core/half.h's (host and device alike), so
+// the kernels round exactly as the CPU does.
+// fp32 -> bf16 bits, round to nearest even; NaN stays a quiet NaN.
+ZT_HD uint16_t bf16_round_bits(float value) { return fp32_to_bf16_bits(value); }
+ZT_HD float bf16_to_float(uint16_t b) { return bf16_bits_to_fp32(b); }
 // float(bf16(x)): x rounded through bf16.
 ZT_HD float round_bf16(float x) { return bf16_to_float(bf16_round_bits(x)); }
-
-// fp32 -> fp16 bits as core/half.h's fp32_to_fp16_bits (round to nearest
-// even, subnormals, overflow to inf, NaN payload kept).
-ZT_HD uint16_t fp16_round_bits(float value) {
-  const uint32_t x = float_bits(value);
-  const uint32_t sign = (x >> 16) & 0x8000u;
-  const uint32_t abs = x & 0x7fffffffu;
-  if (abs > 0x7f800000u) return static_cast<uint16_t>(sign | 0x7e00u | ((abs >> 13) & 0x3ffu));
-  if (abs >= 0x38800000u) {
-    uint32_t m = abs - (112u << 23);
-    m += 0xfffu + ((m >> 13) & 1u);
-    m >>= 13;
-    if (m > 0x7c00u) m = 0x7c00u;
-    return static_cast<uint16_t>(sign | m);
-  }
-  const uint32_t exp = abs >> 23;
-  const uint32_t shift = 126u - exp;
-  if (shift > 24u) return static_cast<uint16_t>(sign);
-  const uint32_t mant = (abs & 0x7fffffu) | 0x800000u;
-  uint32_t q = mant >> shift;
-  const uint32_t rem = mant & ((1u << shift) - 1u);
-  const uint32_t halfway = 1u << (shift - 1u);
-  if (rem > halfway || (rem == halfway && (q & 1u))) ++q;
-  return static_cast<uint16_t>(sign | q);
-}
-ZT_HD float fp16_to_float(uint16_t h) {
-  const uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
-  const uint32_t exp = (h >> 10) & 0x1fu;
-  const uint32_t mant = h & 0x3ffu;
-  if (exp == 0x1fu) {
-    const uint32_t quiet = mant != 0 ? 0x400000u : 0u;
-    return bits_float(sign | 0x7f800000u | (mant << 13) | quiet);
-  }
-  if (exp == 0) {
-    const float magnitude = static_cast<float>(mant) * 5.9604644775390625e-8f;
-    return bits_float(sign | float_bits(magnitude));
-  }
-  return bits_float(sign | ((exp + 112u) << 23) | (mant << 13));
-}
+// fp32 -> fp16 bits (round to nearest even, subnormals, overflow to inf,
+// NaN payload kept) and back.
+ZT_HD uint16_t fp16_round_bits(float value) { return fp32_to_fp16_bits(value); }
+ZT_HD float fp16_to_float(uint16_t h) { return fp16_bits_to_fp32(h); }
 
 // ---- Element access by dtype (the kernels' templates) ----
 // 16-bit values are their bits (uint16_t); loads are exact, stores round

@@ -12,6 +12,7 @@
 #include "device/cuda/element_math.h"
 #include "device/cuda/kernels/kernels.h"
 #include "device/cuda/launch_geometry.h"
+#include "device/op_checks.h"
 
 namespace zerotrain::device::cuda::kernels {
 namespace {
@@ -46,18 +47,6 @@ Status with_elem(DType d, Fn&& fn) {
       return fn(Bf16Elem{});
   }
   return invalid_argument("unknown dtype");
-}
-
-// The CPU ops' argument checks (device/cpu/cpu_ops.cc), same wording.
-Status check_same(const char* op, const ConstTensor& a, const ConstTensor& b) {
-  if (a.numel == b.numel) return ok_status();
-  return invalid_argument(std::string(op) + ": " + std::to_string(a.numel) + " elements vs " +
-                          std::to_string(b.numel));
-}
-Status check_f32(const char* op, const ConstTensor& t) {
-  if (t.dtype == DType::kFloat32) return ok_status();
-  return invalid_argument(std::string(op) + ": needs fp32, got " +
-                          std::string(dtype_name(t.dtype)));
 }
 
 // Stream-ordered scratch (kernels.h: the pool, never managed memory),
@@ -223,7 +212,7 @@ uint16_t* bits(BFloat16* p) { return reinterpret_cast<uint16_t*>(p); }
 }  // namespace
 
 Status convert(cudaStream_t stream, ConstTensor src, Tensor dst) {
-  ZT_RETURN_IF_ERROR(check_same("convert", src, dst));
+  ZT_RETURN_IF_ERROR(check_same_numel("convert", src, dst));
   if (src.numel == 0) return ok_status();
   if (src.dtype == dst.dtype) {  // a copy; the same array (e.g. fp32 -> fp32 in place): nothing
     if (src.data == dst.data) return ok_status();
@@ -244,8 +233,8 @@ Status convert(cudaStream_t stream, ConstTensor src, Tensor dst) {
 }
 
 Status add(cudaStream_t stream, Tensor dst, ConstTensor src) {
-  ZT_RETURN_IF_ERROR(check_same("add", src, dst));
-  ZT_RETURN_IF_ERROR(check_f32("add", src));
+  ZT_RETURN_IF_ERROR(check_same_numel("add", src, dst));
+  ZT_RETURN_IF_ERROR(check_fp32("add", src));
   const auto n = static_cast<int64_t>(src.numel);
   return with_elem(dst.dtype, [&](auto d) {
     using D = decltype(d);
@@ -255,9 +244,9 @@ Status add(cudaStream_t stream, Tensor dst, ConstTensor src) {
 }
 
 Status round_through(cudaStream_t stream, DType dtype, ConstTensor in, Tensor out) {
-  ZT_RETURN_IF_ERROR(check_same("round_through", in, out));
-  ZT_RETURN_IF_ERROR(check_f32("round_through", in));
-  ZT_RETURN_IF_ERROR(check_f32("round_through", out));
+  ZT_RETURN_IF_ERROR(check_same_numel("round_through", in, out));
+  ZT_RETURN_IF_ERROR(check_fp32("round_through", in));
+  ZT_RETURN_IF_ERROR(check_fp32("round_through", out));
   if (in.numel == 0) return ok_status();
   if (dtype == DType::kFloat32) {
     if (in.data == out.data) return ok_status();
@@ -274,7 +263,7 @@ Status round_through(cudaStream_t stream, DType dtype, ConstTensor in, Tensor ou
 }
 
 Status scale(cudaStream_t stream, Tensor x, float factor) {
-  ZT_RETURN_IF_ERROR(check_f32("scale", x));
+  ZT_RETURN_IF_ERROR(check_fp32("scale", x));
   return launch_1d(stream, "scale_kernel", static_cast<int64_t>(x.numel), scale_kernel,
                    static_cast<float*>(x.data), factor);
 }
@@ -306,7 +295,7 @@ Status sum_squares(cudaStream_t stream, const float* x, size_t n, double* result
 // fp32 element i/2, which another thread may not have read yet), so the
 // narrowed values go to scratch and are copied over x's first bytes.
 Status narrow_in_place(cudaStream_t stream, Tensor x, float scale_by, DType wire) {
-  ZT_RETURN_IF_ERROR(check_f32("narrow_in_place", x));
+  ZT_RETURN_IF_ERROR(check_fp32("narrow_in_place", x));
   if (wire == DType::kFloat32) {
     if (scale_by == 1.0f) return ok_status();
     return scale(stream, x, scale_by);
