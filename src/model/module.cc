@@ -13,7 +13,8 @@
 namespace zerotrain::model {
 
 Module::Module(ParamLayout layout, const ModuleOptions& options)
-    : layout_(std::move(layout)),
+    : base_layout_(std::move(layout)),
+      layout_(base_layout_),
       options_(options),
       device_(options.device != nullptr ? options.device : &device::default_device()),
       param_base_(static_cast<size_t>(layout_.num_groups()), nullptr),
@@ -53,7 +54,7 @@ StatusOr<std::unique_ptr<Decoder>> Module::make_decoder(int64_t batch, int64_t m
 
 Status Module::check_parameters_bound(const char* what) const {
   for (int g = 0; g < num_groups(); ++g) {
-    if (param_base_[g] == nullptr) {
+    if (param_base_[g] == nullptr && layout_.groups()[g].numel > 0) {
       return invalid_argument(std::string(what) + ": the parameters of group " + std::to_string(g) +
                               " are not bound");
     }
@@ -62,6 +63,7 @@ Status Module::check_parameters_bound(const char* what) const {
 }
 
 Status Module::allocate(int64_t activation_floats) {
+  ZT_RETURN_IF_ERROR(allocate_adapters());
   const auto bytes = static_cast<size_t>(layout_.total_bytes());
   using device::MemoryCategory;
   if (options_.own_parameters) {
@@ -121,6 +123,10 @@ void Module::release_owned_buffers() {
 }
 
 Status Module::init_parameters(uint64_t seed) {
+  ZT_RETURN_IF_ERROR(load_frozen([this, seed](int64_t offset, int64_t count, float* out) {
+    init_base_range(seed, offset, offset + count, out);
+    return ok_status();
+  }));
   return load_parameters([this, seed](int64_t offset, int64_t count, float* out) {
     init_range(seed, offset, offset + count, out);
     return ok_status();
@@ -130,6 +136,7 @@ Status Module::init_parameters(uint64_t seed) {
 Status Module::load_parameters(const ReadFlatFn& read) {
   std::vector<float> host;
   for (const GroupInfo& gi : layout_.groups()) {
+    if (gi.numel == 0) continue;
     ZT_CHECK(param_base_[gi.index] != nullptr, "load_parameters: group ", gi.name, " unbound");
     host.resize(static_cast<size_t>(gi.numel));
     ZT_RETURN_IF_ERROR(read(gi.offset, gi.numel, host.data()));
@@ -141,6 +148,7 @@ Status Module::load_parameters(const ReadFlatFn& read) {
 
 void Module::zero_gradients() {
   for (const GroupInfo& gi : layout_.groups()) {
+    if (gi.numel == 0) continue;
     ZT_CHECK(grad_base_[gi.index] != nullptr, "zero_gradients: group ", gi.name, " unbound");
     const Status s =
         device_->fill_zero(grad_base_[gi.index], static_cast<size_t>(gi.numel) * sizeof(float));
@@ -157,7 +165,7 @@ Status Module::run_hook(const std::function<Status(int)>& hook, int g) const {
 
 Status Module::check_bound(int stage, Pass pass) const {
   for (int gi : param_groups_read(stage, pass)) {
-    if (param_base_[gi] == nullptr) {
+    if (param_base_[gi] == nullptr && layout_.groups()[gi].numel > 0) {
       return invalid_argument("group " + std::to_string(gi) + " (" + layout_.groups()[gi].name +
                               ") has no parameter buffer; bind one with set_parameters or "
                               "set_group_parameters");
@@ -165,7 +173,7 @@ Status Module::check_bound(int stage, Pass pass) const {
   }
   if (pass == Pass::kForward) return ok_status();
   for (int gi : grad_groups_written(stage)) {
-    if (grad_base_[gi] == nullptr) {
+    if (grad_base_[gi] == nullptr && layout_.groups()[gi].numel > 0) {
       return invalid_argument("group " + std::to_string(gi) + " (" + layout_.groups()[gi].name +
                               ") has no gradient buffer; bind one with set_gradients or "
                               "set_group_gradients");
@@ -283,7 +291,8 @@ MemoryStats Module::memory() const {
   return {.parameter_bytes = static_cast<int64_t>(own_params_.bytes()),
           .gradient_bytes = static_cast<int64_t>(own_grads_.bytes()),
           .activation_bytes = static_cast<int64_t>(act_buffer_.bytes()) + scratch_bytes(),
-          .layout_bytes = layout_.total_bytes()};
+          .layout_bytes = layout_.total_bytes(),
+          .frozen_bytes = frozen_bytes()};
 }
 
 }  // namespace zerotrain::model

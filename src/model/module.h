@@ -68,6 +68,18 @@
 // accumulates the mean over the k micro-batches; zero_gradients() starts
 // over. Each forward allows exactly one backward.
 //
+// == Adapters (ModuleOptions.lora) ==
+// With LoRA the family's natural layout is base_layout() and layout() is
+// the trainable one (adapters.h): lora_A/lora_B per adapted Linear and the
+// modules_to_save copies, grouped as the base (a group may be empty, numel
+// 0, and then needs no binding). Everything a ZeRO stage binds, gathers,
+// reduces and steps is layout()'s; the frozen base tensors live in the
+// module's frozen store on its device, filled by load_frozen() from a
+// reader over base_layout() and never written by a pass. An adapted Linear
+// computes y = W·x + s·B·(A·x); its backward adds into dA, dB and dx only.
+// Frozen tensors get no gradient (their kernels' weight gradients go to a
+// discard buffer or are skipped).
+//
 // Thread-safety: none; one module per thread.
 #pragma once
 
@@ -83,6 +95,7 @@
 #include "core/half.h"
 #include "core/status.h"
 #include "device/device.h"
+#include "model/adapters.h"
 #include "model/param_layout.h"
 
 namespace zerotrain::model {
@@ -114,6 +127,8 @@ struct ModuleOptions {
   // Where the parameters, gradients and activations live and the kernels
   // run; null: the process's default device (device::default_device()).
   device::Device* device = nullptr;
+  // LoRA (see "Adapters" below); null: every parameter trains.
+  std::shared_ptr<const LoraConfig> lora{};
 };
 
 // What the flops profiler reports of one stage: its module as Hugging Face
@@ -148,6 +163,7 @@ struct MemoryStats {
   int64_t gradient_bytes = 0;    // owned gradient buffer (0 if bound by caller)
   int64_t activation_bytes = 0;  // saved activations + scratch, for max B, T
   int64_t layout_bytes = 0;      // bytes of one full flat buffer (layout().total_bytes())
+  int64_t frozen_bytes = 0;      // the frozen store (adapters only)
 };
 
 class Decoder;
@@ -164,7 +180,22 @@ class Module {
   // The model's config as its family's HF config.json holds it (with
   // model_type): what a checkpoint records to rebuild it.
   virtual nlohmann::json config_json() const = 0;
+  // The trainable parameters (what ZeRO partitions); base_layout() when
+  // there are no adapters.
   const ParamLayout& layout() const { return layout_; }
+  // The family's full HF layout (what HF weights and init_base_range fill).
+  const ParamLayout& base_layout() const { return base_layout_; }
+  // The LoRA plan; null without adapters.
+  const AdapterPlan* adapters() const { return adapters_.get(); }
+  // Fills the frozen store from `read`, a reader over base_layout() (an HF
+  // directory, a seeded init), a tensor at a time through host memory. OK
+  // and nothing to do without adapters.
+  Status load_frozen(const ReadFlatFn& read);
+  // Bytes of the frozen store (0 without adapters).
+  int64_t frozen_bytes() const { return static_cast<int64_t>(frozen_.bytes()); }
+  // What the family prefixes its layout names with in its HF model
+  // ("transformer." for GPT-2): PEFT's module names.
+  virtual std::string hf_module_prefix() const { return ""; }
   int num_groups() const { return layout_.num_groups(); }
   device::Device& device() const { return *device_; }
   const ModuleOptions& options() const { return options_; }
@@ -201,10 +232,14 @@ class Module {
   // group-sized host buffer (never a second whole-model buffer); read's
   // error is returned.
   Status load_parameters(const ReadFlatFn& read);
-  // The same initial values for flat elements [begin, end) only, into
-  // host[0, end - begin): each element is a pure function of (seed, tensor,
-  // index), so a ZeRO-3 rank fills just its partition.
-  virtual void init_range(uint64_t seed, int64_t begin, int64_t end, float* host) const = 0;
+  // The same initial values for flat elements [begin, end) of layout()
+  // only, into host[0, end - begin): each element is a pure function of
+  // (seed, tensor, index), so a ZeRO-3 rank fills just its partition. With
+  // adapters: lora_A kaiming-uniform (bound 1/sqrt(in), PEFT's default) or
+  // normal(0, 1/r) with gaussian_init, lora_B zero, a copy as the base's.
+  void init_range(uint64_t seed, int64_t begin, int64_t end, float* host) const;
+  // The family's initialisation over base_layout().
+  virtual void init_base_range(uint64_t seed, int64_t begin, int64_t end, float* host) const = 0;
   // Zeroes the bound gradients of every group.
   void zero_gradients();
 
@@ -301,6 +336,31 @@ class Module {
   // any B·T); 0 when there are none.
   static float mean_loss(std::span<const float> losses, std::span<const int32_t> targets,
                          int64_t valid);
+  // A base_layout() tensor's parameters on the device (the trainable
+  // binding, or the frozen store); its gradient, or null when frozen;
+  // grad_or_sink: a discard buffer for a frozen tensor a kernel must write
+  // (a norm's weight gradient).
+  const float* param(const TensorInfo& t) const;
+  float* grad(const TensorInfo& t) const;
+  float* grad_or_sink(const TensorInfo& t) const;
+  // Frozen: no gradient at all (independent of what is bound now).
+  bool frozen(const TensorInfo& t) const {
+    return adapters_ && adapters_->of_base[static_cast<size_t>(t.index)].frozen >= 0;
+  }
+  // Whether base Linear weight w has a LoRA adapter; lora_forward adds
+  // s·B·(A·x) into out [rows, OC]; lora_backward adds into dinp [rows, C]
+  // (the base W's share already there), dA and dB, recomputing A·x.
+  bool has_lora(const TensorInfo& w) const;
+  Status lora_forward(float* out, const float* x, const TensorInfo& w, int64_t rows) const;
+  Status lora_backward(float* dinp, const float* dout, const float* x, const TensorInfo& w,
+                       int64_t rows) const;
+  // dinp (+)= dout·W for a frozen W [OC,C] (no weight gradient): fp32, or
+  // bf16 operands when w16/dout16 are given.
+  Status frozen_linear_backward(float* dinp, const float* dout, const float* w, int64_t rows,
+                                int64_t C, int64_t OC, bool accumulate) const;
+  Status frozen_linear_backward_bf16(float* dinp, const BFloat16* dout, const BFloat16* w,
+                                     int64_t rows, int64_t C, int64_t OC, bool accumulate) const;
+
   // Whether stage s keeps only its input under checkpoint_layers (and is
   // recomputed in the backward): the family's blocks.
   virtual bool checkpointable_stage(int stage) const { return false; }
@@ -315,7 +375,13 @@ class Module {
   Status run_hook(const std::function<Status(int)>& hook, int g) const;
   Status check_bound(int stage, Pass pass) const;
 
-  ParamLayout layout_;
+  Status allocate_adapters();
+  const float* trainable_param(int i) const;
+  float* trainable_grad(int i) const;
+
+  ParamLayout base_layout_, layout_;
+  std::shared_ptr<const AdapterPlan> adapters_;
+  device::Buffer frozen_, lora_h_, lora_u_, grad_sink_;
   ModuleOptions options_;
   device::Device* device_ = nullptr;
   device::Buffer own_params_, own_grads_, act_buffer_;

@@ -42,6 +42,7 @@ void ParamLayoutBuilder::add(TensorSpec spec) {
   t.shape = std::move(spec.shape);
   t.offset = layout_.total_numel_;
   t.group = layout_.groups_.back().index;
+  t.index = static_cast<int>(layout_.tensors_.size());
   layout_.total_numel_ = align_up(layout_.total_numel_ + t.numel);
   layout_.tensors_.push_back(std::move(t));
 }

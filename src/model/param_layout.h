@@ -47,6 +47,8 @@ enum class ParamKind {
   kLinearWeight,        // [OC, C]
   kResidualProjWeight,  // [C, IC]: projections into the residual stream (scaled init)
   kLinearBias,          // [OC]
+  kLoraA,               // [r, in]: a LoRA adapter's down projection (model/adapters.h)
+  kLoraB,               // [out, r]: its up projection (initialised to zero)
 };
 
 struct TensorInfo {
@@ -58,6 +60,7 @@ struct TensorInfo {
   int64_t offset = 0;             // elements from the start of the flat buffer
   int64_t numel = 0;              // product of shape
   int group = 0;
+  int index = 0;  // in tensors()
 };
 
 struct GroupInfo {

@@ -79,6 +79,8 @@ class GptDecoder : public Decoder {
 };
 
 StatusOr<std::unique_ptr<Decoder>> GptModel::make_decoder(int64_t batch, int64_t max_seq) const {
+  if (adapters() != nullptr)
+    return invalid_argument("generate: merge the LoRA adapter into the base first (--adapter)");
   if (batch < 1 || max_seq < 1 || max_seq > cfg_.seq_len) {
     return invalid_argument("generate: " + std::to_string(max_seq) + " positions; gpt2 has " +
                             std::to_string(cfg_.seq_len) + " (n_positions)");

@@ -11,7 +11,7 @@
 namespace zerotrain::model::gpt2 {
 
 Status GptModel::forward_encoder() {
-  return ops().encoder_forward(acts_.encoded, acts_.tokens, p(wte(layout())), p(wpe(layout())), B_,
+  return ops().encoder_forward(acts_.encoded, acts_.tokens, p(wte(base_layout())), p(wpe(base_layout())), B_,
                                T_, cfg_.n_embd, cfg_.vocab_size, doc_positions());
 }
 
@@ -19,8 +19,8 @@ Status GptModel::forward_block(int64_t l) {
   const int64_t B = B_, T = T_, C = cfg_.n_embd;
   const LayerActivations& a = acts_.layers[static_cast<size_t>(l)];
   const float* x = l == 0 ? acts_.encoded : acts_.layers[static_cast<size_t>(l) - 1].res3;
-  auto w = [&](int slot) { return p(block_tensor(layout(), l, slot)); };
-  auto wt = [&](int slot) -> const TensorInfo& { return block_tensor(layout(), l, slot); };
+  auto w = [&](int slot) { return p(block_tensor(base_layout(), l, slot)); };
+  auto wt = [&](int slot) -> const TensorInfo& { return block_tensor(base_layout(), l, slot); };
 
   // qkv and fch: fp32, or on the bf16 path rounded by their GEMMs into the
   // saved qkv16 and fch16 (the only form the attention and gelu read).
@@ -44,7 +44,7 @@ Status GptModel::forward_head() {
   const int64_t B = B_, T = T_, C = cfg_.n_embd, Vp = cfg_.padded_vocab, BT = B_ * T_;
   const float* x = cfg_.n_layer > 0 ? acts_.layers.back().res3 : acts_.encoded;
   ZT_RETURN_IF_ERROR(ops().layernorm_forward(acts_.lnf, acts_.lnf_mean, acts_.lnf_rstd, x,
-                                             p(lnf_weight(layout())), p(lnf_bias(layout())), B, T,
+                                             p(lnf_weight(base_layout())), p(lnf_bias(base_layout())), B, T,
                                              C));
   // Tied lm head: logits = lnf · wteᵀ over all Vp rows (the padding rows are
   // zero and the cross-entropy ignores their columns), a chunk of rows at a

@@ -46,8 +46,10 @@ StatusOr<const BFloat16*> GptModel::weight_bf16(const TensorInfo& t) {
 
 Status GptModel::linear_fwd(Output out, Operand inp, const TensorInfo& w, const float* b, int64_t C,
                             int64_t OC) {
-  if (!bf16_compute())
-    return ops().linear_forward(as_f32(out), as_f32(inp), p(w), b, B_, T_, C, OC);
+  if (!bf16_compute()) {  // LoRA runs here only (create refuses bf16 with adapters)
+    ZT_RETURN_IF_ERROR(ops().linear_forward(as_f32(out), as_f32(inp), p(w), b, B_, T_, C, OC));
+    return lora_forward(as_f32(out), as_f32(inp), w, B_ * T_);
+  }
   ZT_ASSIGN_OR_RETURN(const BFloat16* w16, weight_bf16(w));
   ZT_ASSIGN_OR_RETURN(const BFloat16* x16, as_bf16(inp, x16_, B_ * T_ * C));
   if (out.bf16 != nullptr) return ops().linear_forward_bf16(out.bf16, x16, w16, b, B_, T_, C, OC);
@@ -57,6 +59,11 @@ Status GptModel::linear_fwd(Output out, Operand inp, const TensorInfo& w, const 
 Status GptModel::linear_bwd(Output dinp, float* dw, float* db, Operand dout, Operand inp,
                             const TensorInfo& w, int64_t C, int64_t OC, bool dinp_accumulate) {
   if (!bf16_compute()) {
+    if (frozen(w)) {  // LoRA: the input gradient, then the adapter's
+      ZT_RETURN_IF_ERROR(frozen_linear_backward(as_f32(dinp), as_f32(dout), p(w), B_ * T_, C, OC,
+                                                dinp_accumulate));
+      return lora_backward(as_f32(dinp), as_f32(dout), as_f32(inp), w, B_ * T_);
+    }
     return ops().linear_backward(as_f32(dinp), dw, db, as_f32(dout), as_f32(inp), p(w), B_, T_, C,
                                  OC, dinp_accumulate);
   }
@@ -148,7 +155,7 @@ StatusOr<GptModel::Operand> GptModel::gelu_operand(const LayerActivations& a) {
 
 Status GptModel::prepare_head() {
   if (!bf16_compute()) return ok_status();
-  ZT_ASSIGN_OR_RETURN(head_w16_, weight_bf16(wte(layout())));
+  ZT_ASSIGN_OR_RETURN(head_w16_, weight_bf16(wte(base_layout())));
   return ok_status();
 }
 
@@ -161,7 +168,7 @@ StatusOr<GptModel::Operand> GptModel::head_operand(const float* lnf, int64_t row
 Status GptModel::head_fwd(float* logits, Operand lnf, int64_t rows) {
   const int64_t C = cfg_.n_embd, Vp = cfg_.padded_vocab;
   if (!bf16_compute()) {
-    return ops().linear_forward(logits, as_f32(lnf), p(wte(layout())), nullptr, 1, rows, C, Vp);
+    return ops().linear_forward(logits, as_f32(lnf), p(wte(base_layout())), nullptr, 1, rows, C, Vp);
   }
   ZT_ASSIGN_OR_RETURN(const BFloat16* x, as_bf16(lnf, x16_, rows * C));
   return ops().linear_forward_bf16(logits, x, head_w16_, nullptr, 1, rows, C, Vp);
@@ -170,8 +177,11 @@ Status GptModel::head_fwd(float* logits, Operand lnf, int64_t rows) {
 Status GptModel::head_bwd(float* dln, float* dwte, Operand dlogits, Operand lnf, int64_t rows) {
   const int64_t C = cfg_.n_embd, Vp = cfg_.padded_vocab;
   if (!bf16_compute()) {
-    return ops().linear_backward(dln, dwte, nullptr, as_f32(dlogits), as_f32(lnf), p(wte(layout())),
-                                 1, rows, C, Vp, /*dinp_accumulate=*/true);
+    if (frozen(wte(base_layout())))  // LoRA
+      return frozen_linear_backward(dln, as_f32(dlogits), p(wte(base_layout())), rows, C, Vp,
+                                    /*accumulate=*/true);
+    return ops().linear_backward(dln, dwte, nullptr, as_f32(dlogits), as_f32(lnf),
+                                 p(wte(base_layout())), 1, rows, C, Vp, /*dinp_accumulate=*/true);
   }
   ZT_ASSIGN_OR_RETURN(const BFloat16* d, as_bf16(dlogits, d16_, rows * Vp));
   ZT_ASSIGN_OR_RETURN(const BFloat16* x, as_bf16(lnf, x16_, rows * C));

@@ -53,6 +53,10 @@ StatusOr<GptModel> GptModel::create(const GptConfig& cfg, const ModuleOptions& o
     return invalid_argument("GptModelOptions.max_seq must be in [1, seq_len=" +
                             std::to_string(cfg.seq_len) + "], got " + std::to_string(opts.max_seq));
   }
+  if (opts.lora && opts.bf16_compute)
+    return invalid_argument(
+        "gpt2: LoRA adapters run in fp32 only for now (its bf16 path keeps bf16 activations the "
+        "adapter GEMMs do not read yet); use the llama family, or fp32");
   GptModel m(cfg, opts);
   const int64_t head_rows =
       logits_rows(cfg, opts.max_batch, opts.max_seq, opts.full_logits, opts.head_rows);
@@ -90,8 +94,8 @@ Status GptModel::on_bf16_views(bool all) {
   return ok_status();
 }
 
-void GptModel::init_range(uint64_t seed, int64_t begin, int64_t end, float* host) const {
-  init_parameter_range(layout(), seed, begin, end, host);
+void GptModel::init_base_range(uint64_t seed, int64_t begin, int64_t end, float* host) const {
+  init_parameter_range(base_layout(), seed, begin, end, host);
 }
 
 Status GptModel::supports_packed_documents() const {
@@ -103,13 +107,9 @@ Status GptModel::supports_packed_documents() const {
   return ok_status();
 }
 
-const float* GptModel::p(const TensorInfo& t) const {
-  return group_parameters(t.group) + (t.offset - layout().groups()[t.group].offset);
-}
+const float* GptModel::p(const TensorInfo& t) const { return param(t); }
 
-float* GptModel::g(const TensorInfo& t) const {
-  return group_gradients(t.group) + (t.offset - layout().groups()[t.group].offset);
-}
+float* GptModel::g(const TensorInfo& t) const { return grad(t); }
 
 Status GptModel::zero(float* ptr, int64_t n) {
   return device().fill_zero(ptr, static_cast<size_t>(n) * sizeof(float));

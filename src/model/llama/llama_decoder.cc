@@ -103,6 +103,8 @@ class LlamaDecoder : public Decoder {
 };
 
 StatusOr<std::unique_ptr<Decoder>> LlamaModel::make_decoder(int64_t batch, int64_t max_seq) const {
+  if (adapters() != nullptr)
+    return invalid_argument("generate: merge the LoRA adapter into the base first (--adapter)");
   if (batch < 1 || max_seq < 1 || max_seq > cfg_.max_position_embeddings) {
     return invalid_argument("generate: " + std::to_string(max_seq) + " positions; the model has " +
                             std::to_string(cfg_.max_position_embeddings) +

@@ -32,7 +32,7 @@ LlamaModel::Bf16Scratch LlamaModel::bf16_scratch(const LlamaConfig& cfg, int64_t
 }
 
 Status LlamaModel::on_bf16_views(bool all) {
-  if (all) {
+  if (all && adapters() == nullptr) {
     w16_ = {};  // every weight has its view
   } else if (w16_.empty()) {
     ZT_ASSIGN_OR_RETURN(
@@ -53,20 +53,24 @@ StatusOr<const BFloat16*> LlamaModel::rounded(const float* x, int64_t n,
 }
 
 StatusOr<const BFloat16*> LlamaModel::weight_bf16(const TensorInfo& t) {
-  if (const BFloat16* view = group_parameters_bf16(t.group))
-    return view + (t.offset - layout().groups()[t.group].offset);
+  // With adapters the views are of the trainable layout: base weights round here.
+  const BFloat16* view = adapters() == nullptr ? group_parameters_bf16(t.group) : nullptr;
+  if (view != nullptr) return view + (t.offset - layout().groups()[t.group].offset);
   return rounded(p(t), t.numel, w16_);
 }
 
 Status LlamaModel::linear_fwd(float* out, const float* inp, const TensorInfo& w,
                               const TensorInfo* b, int64_t C, int64_t OC) {
-  return gemm_fwd(out, inp, w, b ? p(*b) : nullptr, B_ * T_, C, OC);
+  ZT_RETURN_IF_ERROR(gemm_fwd(out, inp, w, b ? p(*b) : nullptr, B_ * T_, C, OC));
+  return lora_forward(out, inp, w, B_ * T_);
 }
 
 Status LlamaModel::linear_bwd(float* dinp, const TensorInfo& w, const TensorInfo* b,
                               const float* dout, const float* inp, int64_t C, int64_t OC,
                               bool dinp_accumulate) {
-  return gemm_bwd(dinp, g(w), b ? g(*b) : nullptr, dout, inp, w, B_ * T_, C, OC, dinp_accumulate);
+  ZT_RETURN_IF_ERROR(gemm_bwd(dinp, frozen(w) ? nullptr : g(w), b && !frozen(*b) ? g(*b) : nullptr,
+                              dout, inp, w, B_ * T_, C, OC, dinp_accumulate));
+  return lora_backward(dinp, dout, inp, w, B_ * T_);
 }
 
 Status LlamaModel::gemm_fwd(float* out, const float* inp, const TensorInfo& w, const float* bias,
@@ -80,12 +84,18 @@ Status LlamaModel::gemm_fwd(float* out, const float* inp, const TensorInfo& w, c
 Status LlamaModel::gemm_bwd(float* dinp, float* dweight, float* dbias, const float* dout,
                             const float* inp, const TensorInfo& w, int64_t rows, int64_t C,
                             int64_t OC, bool dinp_accumulate) {
-  if (!bf16_compute())
+  // dweight null: W is frozen (LoRA), only the input gradient.
+  if (!bf16_compute()) {
+    if (dweight == nullptr)
+      return frozen_linear_backward(dinp, dout, p(w), rows, C, OC, dinp_accumulate);
     return ops().linear_backward(dinp, dweight, dbias, dout, inp, p(w), 1, rows, C, OC,
                                  dinp_accumulate);
+  }
   ZT_ASSIGN_OR_RETURN(const BFloat16* w16, weight_bf16(w));
-  ZT_ASSIGN_OR_RETURN(const BFloat16* x16, rounded(inp, rows * C, x16_));
   ZT_ASSIGN_OR_RETURN(const BFloat16* d16, rounded(dout, rows * OC, d16_));
+  if (dweight == nullptr)
+    return frozen_linear_backward_bf16(dinp, d16, w16, rows, C, OC, dinp_accumulate);
+  ZT_ASSIGN_OR_RETURN(const BFloat16* x16, rounded(inp, rows * C, x16_));
   return ops().linear_backward_bf16(dinp, dweight, dbias, d16, x16, w16, 1, rows, C, OC,
                                     dinp_accumulate);
 }

@@ -77,35 +77,32 @@ int64_t LlamaModel::activation_bytes(const LlamaConfig& cfg, int64_t B, int64_t 
   return bytes;
 }
 
-void LlamaModel::init_range(uint64_t seed, int64_t begin, int64_t end, float* host) const {
+void LlamaModel::init_base_range(uint64_t seed, int64_t begin, int64_t end, float* host) const {
   // HF's _init_weights: Linear and Embedding normal(0, initializer_range),
   // biases 0, RMSNorm weights 1; no residual scaling.
   double std = 0.02;
   if (cfg_.extra.contains("initializer_range") && cfg_.extra["initializer_range"].is_number())
     std = cfg_.extra["initializer_range"].get<double>();
-  init_flat_range(layout(), seed, begin, end, host, [std](const TensorInfo& t) {
+  init_flat_range(base_layout(), seed, begin, end, host, [std](const TensorInfo& t) {
     return t.kind == ParamKind::kLinearBias ? 0.0 : std;
   });
 }
 
-const float* LlamaModel::p(const TensorInfo& t) const {
-  return group_parameters(t.group) + (t.offset - layout().groups()[t.group].offset);
-}
+const float* LlamaModel::p(const TensorInfo& t) const { return param(t); }
 
-float* LlamaModel::g(const TensorInfo& t) const {
-  return group_gradients(t.group) + (t.offset - layout().groups()[t.group].offset);
-}
+float* LlamaModel::g(const TensorInfo& t) const { return grad(t); }
 
 Status LlamaModel::zero(float* ptr, int64_t n) {
   return device().fill_zero(ptr, static_cast<size_t>(n) * sizeof(float));
 }
 
 const TensorInfo& LlamaModel::head_weight() const {
-  return cfg_.tie_word_embeddings ? layout().tensors().front() : layout().tensors().back();
+  return cfg_.tie_word_embeddings ? base_layout().tensors().front()
+                                  : base_layout().tensors().back();
 }
 
 const TensorInfo& LlamaModel::block(int64_t l, int slot) const {
-  return layout().group_tensor(static_cast<int>(l) + 1, slot);
+  return base_layout().group_tensor(static_cast<int>(l) + 1, slot);
 }
 
 const TensorInfo* LlamaModel::block_bias(int64_t l, int slot) const {

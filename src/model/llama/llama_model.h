@@ -58,7 +58,7 @@ class LlamaModel : public Module {
   std::vector<int> param_groups_read(int stage, Pass pass) const override;
   std::vector<int> grad_groups_written(int stage) const override;
   ModelCost cost(int64_t B, int64_t T) const override;
-  void init_range(uint64_t seed, int64_t begin, int64_t end, float* host) const override;
+  void init_base_range(uint64_t seed, int64_t begin, int64_t end, float* host) const override;
   bool checkpointable_stage(int s) const override { return s > 0 && s < num_groups() - 1; }
   StatusOr<std::unique_ptr<Decoder>> make_decoder(int64_t batch, int64_t max_seq) const override;
   // Every precision (the attention is fp32 on the bf16 path too).

@@ -10,13 +10,16 @@
 namespace zerotrain::model::llama {
 
 Status LlamaModel::forward_embed() {
-  return ops().encoder_forward(acts_.encoded, acts_.tokens, p(layout().tensors().front()), nullptr,
+  return ops().encoder_forward(acts_.encoded, acts_.tokens, p(base_layout().tensors().front()),
+                               nullptr,
                                B_, T_, cfg_.hidden_size, cfg_.vocab_size);
 }
 
 Status LlamaModel::backward_embed() {
-  return ops().encoder_backward(g(layout().tensors().front()), nullptr, acts_.dres, acts_.tokens,
-                                B_, T_, cfg_.hidden_size);
+  const TensorInfo& embed = base_layout().tensors().front();
+  if (frozen(embed)) return ok_status();  // LoRA
+  return ops().encoder_backward(g(embed), nullptr, acts_.dres, acts_.tokens, B_, T_,
+                                cfg_.hidden_size);
 }
 
 Status LlamaModel::forward_block(int64_t l) {
@@ -69,7 +72,7 @@ Status LlamaModel::backward_block(int64_t l) {
       o.rmsnorm_forward(k.ln, nullptr, a.res2, p(block(l, s.post_norm)), BT, C, eps));
   ZT_RETURN_IF_ERROR(linear_bwd(k.dln, block(l, s.gate), nullptr, k.dgate, k.ln, C, I, false));
   ZT_RETURN_IF_ERROR(linear_bwd(k.dln, block(l, s.up), nullptr, k.dup, k.ln, C, I, true));
-  ZT_RETURN_IF_ERROR(o.rmsnorm_backward(k.dres, g(block(l, s.post_norm)), k.dln, a.res2,
+  ZT_RETURN_IF_ERROR(o.rmsnorm_backward(k.dres, grad_or_sink(block(l, s.post_norm)), k.dln, a.res2,
                                         p(block(l, s.post_norm)), a.rstd2, BT, C));
 
   // Attention; dres now holds d res2.
@@ -90,14 +93,14 @@ Status LlamaModel::backward_block(int64_t l) {
       linear_bwd(k.dln, block(l, s.k_weight), block_bias(l, s.k_bias), k.dk, k.ln, C, KC, true));
   ZT_RETURN_IF_ERROR(
       linear_bwd(k.dln, block(l, s.v_weight), block_bias(l, s.v_bias), k.dv, k.ln, C, KC, true));
-  return o.rmsnorm_backward(k.dres, g(block(l, s.input_norm)), k.dln, x, p(block(l, s.input_norm)),
-                            a.rstd1, BT, C);
+  return o.rmsnorm_backward(k.dres, grad_or_sink(block(l, s.input_norm)), k.dln, x,
+                            p(block(l, s.input_norm)), a.rstd1, BT, C);
 }
 
 Status LlamaModel::forward_head() {
   const int64_t C = cfg_.hidden_size, Vp = cfg_.padded_vocab, V = cfg_.vocab_size, BT = B_ * T_;
   const device::Ops& o = ops();
-  const TensorInfo& norm = layout().group_tensor(num_groups() - 1, 0);
+  const TensorInfo& norm = base_layout().group_tensor(num_groups() - 1, 0);
   ZT_RETURN_IF_ERROR(o.rmsnorm_forward(acts_.lnf, acts_.lnf_rstd, input_of(cfg_.num_layers),
                                        p(norm), BT, C, static_cast<float>(cfg_.rms_norm_eps)));
   // logits = lnf · Wᵀ over all Vp rows (padding rows are zero; the
@@ -123,7 +126,8 @@ Status LlamaModel::forward_head() {
     }
     ZT_RETURN_IF_ERROR(o.crossentropy_forward_backward(losses, acts_.logits, acts_.logits, targets,
                                                        unit_dloss_, 1, rows, V, Vp));
-    ZT_RETURN_IF_ERROR(gemm_bwd(acts_.dln + r0 * C, acts_.dhead, nullptr, acts_.logits, lnf,
+    float* dhead = frozen(head_weight()) ? nullptr : acts_.dhead;  // null: no weight gradient
+    ZT_RETURN_IF_ERROR(gemm_bwd(acts_.dln + r0 * C, dhead, nullptr, acts_.logits, lnf,
                                 head_weight(), rows, C, Vp, false));
   }
   return ok_status();
@@ -132,12 +136,13 @@ Status LlamaModel::forward_head() {
 Status LlamaModel::backward_head() {
   const int64_t C = cfg_.hidden_size, Vp = cfg_.padded_vocab, BT = B_ * T_;
   const device::Ops& o = ops();
-  const TensorInfo& norm = layout().group_tensor(num_groups() - 1, 0);
-  ZT_RETURN_IF_ERROR(o.axpy(g(head_weight()), dloss_, acts_.dhead, Vp * C));
+  const TensorInfo& norm = base_layout().group_tensor(num_groups() - 1, 0);
+  if (!frozen(head_weight()))
+    ZT_RETURN_IF_ERROR(o.axpy(g(head_weight()), dloss_, acts_.dhead, Vp * C));
   ZT_RETURN_IF_ERROR(
       o.scale(Tensor(acts_.dln, DType::kFloat32, static_cast<size_t>(BT * C), &device()), dloss_));
   ZT_RETURN_IF_ERROR(zero(acts_.dres, BT * C));
-  return o.rmsnorm_backward(acts_.dres, g(norm), acts_.dln, input_of(cfg_.num_layers), p(norm),
+  return o.rmsnorm_backward(acts_.dres, grad_or_sink(norm), acts_.dln, input_of(cfg_.num_layers), p(norm),
                             acts_.lnf_rstd, BT, C);
 }
 

@@ -1,0 +1,122 @@
+// plan_adapters: the trainable and frozen spaces of a LoRA model (see
+// adapters.h).
+#include "model/adapters.h"
+
+#include <set>
+
+namespace zerotrain::model {
+namespace {
+
+bool is_linear_weight(const TensorInfo& t) {
+  return (t.kind == ParamKind::kLinearWeight || t.kind == ParamKind::kResidualProjWeight) &&
+         t.shape.size() == 2;
+}
+
+std::string join(const std::set<std::string>& v) {
+  std::string s;
+  for (const std::string& x : v) s += (s.empty() ? "" : ", ") + x;
+  return s;
+}
+
+int64_t align_up(int64_t n) {
+  return (n + kParamAlignment - 1) / kParamAlignment * kParamAlignment;
+}
+
+}  // namespace
+
+std::string hf_module_name(const TensorInfo& t, const std::string& hf_prefix) {
+  std::string n = t.name;
+  for (const char* suffix : {".weight", ".bias"}) {
+    const std::string s = suffix;
+    if (n.size() > s.size() && n.compare(n.size() - s.size(), s.size(), s) == 0) {
+      n.resize(n.size() - s.size());
+      break;
+    }
+  }
+  return hf_prefix + n;
+}
+
+StatusOr<AdapterPlan> plan_adapters(const ParamLayout& base, const LoraConfig& config,
+                                    const std::string& hf_prefix) {
+  ZT_RETURN_IF_ERROR(validate(config));
+  if (config.dropout != 0.0)
+    return invalid_argument(
+        "lora: lora_dropout > 0 is not implemented yet (got " + std::to_string(config.dropout) +
+        "); use 0, PEFT's and LLaMA-Factory's default");
+  AdapterPlan plan;
+  plan.config = config;
+  plan.scale = static_cast<float>(config.scale());
+  const auto& tensors = base.tensors();
+  plan.of_base.resize(tensors.size());
+  std::set<std::string> linears, saved_hits;
+  std::vector<bool> lora(tensors.size(), false), saved(tensors.size(), false);
+  for (const TensorInfo& t : tensors) {
+    const std::string module = hf_module_name(t, hf_prefix);
+    const bool output = t.name == "lm_head.weight";
+    if (is_linear_weight(t) && !output) linears.insert(module.substr(module.rfind('.') + 1));
+    if (config.saves(module)) {
+      saved[static_cast<size_t>(t.index)] = true;
+      saved_hits.insert(module);
+    }
+    const bool hit = config.all_linear ? is_linear_weight(t) && !output
+                                       : config.targets(module, output);
+    if (!hit || t.kind == ParamKind::kLinearBias) continue;
+    if (output)
+      return invalid_argument("lora: LoRA on " + module +
+                              " (the output layer) is not implemented; train it fully with "
+                              "modules_to_save=lm_head instead");
+    if (!is_linear_weight(t))
+      return invalid_argument("lora: target_modules match " + module +
+                              ", which is not a Linear layer (LoRA adapts Linear layers; train "
+                              "embeddings and norms fully with modules_to_save)");
+    if (saved[static_cast<size_t>(t.index)])
+      return invalid_argument("lora: " + module + " is both a target and in modules_to_save");
+    lora[static_cast<size_t>(t.index)] = true;
+    ++plan.adapted_linears;
+  }
+  if (plan.adapted_linears == 0) {
+    return invalid_argument("lora: target_modules (" + config.describe() +
+                            ") match no Linear module of this model; its Linear modules are " +
+                            join(linears) + " (or all-linear)");
+  }
+  for (const std::string& k : config.modules_to_save) {
+    LoraConfig one;
+    one.modules_to_save = {k};
+    bool found = false;
+    for (const std::string& m : saved_hits) found = found || one.saves(m);
+    if (!found) return invalid_argument("lora: modules_to_save '" + k + "' names no module");
+  }
+
+  ParamLayoutBuilder b;
+  int next = 0;
+  for (const GroupInfo& g : base.groups()) {
+    b.begin_group(g.name);
+    for (int i = g.first_tensor; i < g.first_tensor + g.tensor_count; ++i) {
+      const TensorInfo& t = tensors[static_cast<size_t>(i)];
+      AdaptedTensor& a = plan.of_base[static_cast<size_t>(i)];
+      if (saved[static_cast<size_t>(i)]) {
+        b.add({.name = t.name, .kind = t.kind, .shape = t.shape, .hf_shape = t.hf_shape,
+               .hf_transposed = t.hf_transposed});
+        a.trainable = next++;
+        plan.base_of.push_back(i);
+        continue;
+      }
+      a.frozen = plan.frozen_numel;
+      plan.frozen_numel = align_up(plan.frozen_numel + t.numel);
+      plan.frozen_params += t.numel;
+      if (!lora[static_cast<size_t>(i)]) continue;
+      const std::string m = hf_module_name(t, "");
+      const int64_t out = t.shape[0], in = t.shape[1];
+      b.add({.name = m + ".lora_A.weight", .kind = ParamKind::kLoraA, .shape = {config.r, in}});
+      b.add({.name = m + ".lora_B.weight", .kind = ParamKind::kLoraB, .shape = {out, config.r}});
+      a.lora_a = next++;
+      a.lora_b = next++;
+      plan.base_of.push_back(i);
+      plan.base_of.push_back(i);
+    }
+  }
+  plan.trainable = std::move(b).build();
+  return plan;
+}
+
+}  // namespace zerotrain::model

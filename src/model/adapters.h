@@ -1,0 +1,62 @@
+// AdapterPlan: how LoRA (lora_config.h) splits a model's parameters into a
+// trainable space and a frozen one. The family builds its natural layout
+// (the base: every HF tensor); the plan derives from it the layout ZeRO,
+// the optimizer and checkpoints see (Module::layout()), which holds only
+// what trains: per adapted Linear W [out,in] a lora_A [r,in] and a lora_B
+// [out,r], and a full copy of each modules_to_save tensor. Everything else
+// is frozen: it has no gradient, master weight or optimizer state, and the
+// module keeps it in its frozen store (values loaded once, never reduced).
+//
+//   ZT_ASSIGN_OR_RETURN(AdapterPlan plan, plan_adapters(base, cfg, "transformer."));
+//   plan.trainable.groups().size() == base.groups().size();   // one per stage
+//   plan.of_base[t.index].lora_a;   // trainable index of W's lora_A, or -1
+//
+// Groups mirror the base's one for one (a group may hold no trainable
+// tensor, numel 0), so stage s still computes with group s. Trainable
+// names: "<module>.lora_A.weight", "<module>.lora_B.weight" (module = the
+// base tensor's name without ".weight"), and the base name for a copy.
+//
+// Thread-safety: a value type.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+#include "model/lora_config.h"
+#include "model/param_layout.h"
+
+namespace zerotrain::model {
+
+struct AdaptedTensor {
+  int trainable = -1;      // the trainable copy (modules_to_save), else -1
+  int lora_a = -1;         // an adapted Linear's lora_A / lora_B, else -1
+  int lora_b = -1;
+  int64_t frozen = -1;     // offset in the frozen store (floats), -1 if trainable
+};
+
+struct AdapterPlan {
+  LoraConfig config;
+  float scale = 1.0f;  // config.scale()
+  ParamLayout trainable;
+  std::vector<AdaptedTensor> of_base;  // [base tensors]
+  std::vector<int> base_of;            // [trainable tensors]: the base tensor it adapts or copies
+  int64_t frozen_numel = 0;            // floats of the frozen store (64-byte aligned tensors)
+  int64_t frozen_params = 0;           // elements of the frozen tensors, without alignment
+  int adapted_linears = 0;
+};
+
+// hf_prefix: what the family's HF model puts before the layout's names
+// ("transformer." for GPT-2, "" for Llama), so PEFT's full module names
+// match. InvalidArgument (naming the modules that exist) when the targets
+// match no Linear, match a module that is not a supported Linear (norms,
+// embeddings, the lm head: use modules_to_save), or modules_to_save match
+// nothing; or for an invalid config.
+StatusOr<AdapterPlan> plan_adapters(const ParamLayout& base, const LoraConfig& config,
+                                    const std::string& hf_prefix);
+
+// The HF module name of base tensor t ("model.layers.0.self_attn.q_proj").
+std::string hf_module_name(const TensorInfo& t, const std::string& hf_prefix);
+
+}  // namespace zerotrain::model

@@ -1,0 +1,166 @@
+// Module's adapter half (see "Adapters" in module.h): the frozen store,
+// base-tensor resolution, the LoRA GEMMs and the seeded adapter init.
+#include <algorithm>
+#include <cmath>
+
+#include "device/matmul_desc.h"
+#include "device/ops.h"
+#include "model/init_normal.h"
+#include "model/module.h"
+
+namespace zerotrain::model {
+
+Status Module::allocate_adapters() {
+  if (!options_.lora) return ok_status();
+  ZT_ASSIGN_OR_RETURN(AdapterPlan plan, plan_adapters(base_layout_, *options_.lora,
+                                                      hf_module_prefix()));
+  adapters_ = std::make_shared<const AdapterPlan>(std::move(plan));
+  layout_ = adapters_->trainable;
+  using device::MemoryCategory;
+  ZT_ASSIGN_OR_RETURN(frozen_, device_->allocate(
+                                   static_cast<size_t>(adapters_->frozen_numel) * sizeof(float),
+                                   MemoryCategory::kParameters, "frozen base parameters"));
+  const auto rows = static_cast<size_t>(options_.max_batch * options_.max_seq);
+  const auto r = static_cast<size_t>(adapters_->config.r);
+  ZT_ASSIGN_OR_RETURN(lora_h_, device_->allocate(rows * r * sizeof(float),
+                                                 MemoryCategory::kActivations, "LoRA A·x"));
+  ZT_ASSIGN_OR_RETURN(lora_u_, device_->allocate(rows * r * sizeof(float),
+                                                 MemoryCategory::kActivations, "LoRA d(A·x)"));
+  // The widest frozen 1-D tensor a kernel writes a gradient of (a norm).
+  int64_t sink = 1;
+  for (const TensorInfo& t : base_layout_.tensors())
+    if (t.shape.size() == 1) sink = std::max(sink, t.numel);
+  ZT_ASSIGN_OR_RETURN(grad_sink_,
+                      device_->allocate(static_cast<size_t>(sink) * sizeof(float),
+                                        MemoryCategory::kActivations, "frozen gradient sink"));
+  return ok_status();
+}
+
+Status Module::load_frozen(const ReadFlatFn& read) {
+  if (!adapters_) return ok_status();
+  std::vector<float> host;
+  for (const TensorInfo& t : base_layout_.tensors()) {
+    const int64_t at = adapters_->of_base[static_cast<size_t>(t.index)].frozen;
+    if (at < 0) continue;
+    host.resize(static_cast<size_t>(t.numel));
+    ZT_RETURN_IF_ERROR(read(t.offset, t.numel, host.data()));
+    ZT_RETURN_IF_ERROR(
+        device_->copy(frozen_.as<float>() + at, host.data(), host.size() * sizeof(float)));
+  }
+  return ok_status();
+}
+
+const float* Module::trainable_param(int i) const {
+  const TensorInfo& t = layout_.tensors()[static_cast<size_t>(i)];
+  return param_base_[t.group] + (t.offset - layout_.groups()[t.group].offset);
+}
+
+float* Module::trainable_grad(int i) const {
+  const TensorInfo& t = layout_.tensors()[static_cast<size_t>(i)];
+  return grad_base_[t.group] + (t.offset - layout_.groups()[t.group].offset);
+}
+
+const float* Module::param(const TensorInfo& t) const {
+  if (!adapters_) return trainable_param(t.index);
+  const AdaptedTensor& a = adapters_->of_base[static_cast<size_t>(t.index)];
+  if (a.trainable >= 0) return trainable_param(a.trainable);
+  return frozen_.as<float>() + a.frozen;
+}
+
+float* Module::grad(const TensorInfo& t) const {
+  if (!adapters_) return trainable_grad(t.index);
+  const AdaptedTensor& a = adapters_->of_base[static_cast<size_t>(t.index)];
+  return a.trainable >= 0 ? trainable_grad(a.trainable) : nullptr;
+}
+
+float* Module::grad_or_sink(const TensorInfo& t) const {
+  float* g = grad(t);
+  if (g != nullptr) return g;
+  ZT_CHECK(static_cast<size_t>(t.numel) * sizeof(float) <= grad_sink_.bytes(),
+           "gradient sink too small for ", t.name);
+  return grad_sink_.as<float>();
+}
+
+bool Module::has_lora(const TensorInfo& w) const {
+  return adapters_ && adapters_->of_base[static_cast<size_t>(w.index)].lora_a >= 0;
+}
+
+Status Module::lora_forward(float* out, const float* x, const TensorInfo& w, int64_t rows) const {
+  if (!has_lora(w)) return ok_status();
+  const AdaptedTensor& a = adapters_->of_base[static_cast<size_t>(w.index)];
+  const int64_t OC = w.shape[0], C = w.shape[1], r = adapters_->config.r;
+  float* h = lora_h_.as<float>();
+  // h = x·Aᵀ [rows, r]; out += s · h·Bᵀ [rows, OC].
+  ZT_RETURN_IF_ERROR(ops().matmul({.m = rows, .n = r, .k = C, .trans_b = true}, x,
+                                  trainable_param(a.lora_a), nullptr, h));
+  return ops().matmul(
+      {.m = rows, .n = OC, .k = r, .trans_b = true, .alpha = adapters_->scale, .beta = 1.0f}, h,
+      trainable_param(a.lora_b), nullptr, out);
+}
+
+Status Module::lora_backward(float* dinp, const float* dout, const float* x, const TensorInfo& w,
+                             int64_t rows) const {
+  if (!has_lora(w)) return ok_status();
+  const AdaptedTensor& a = adapters_->of_base[static_cast<size_t>(w.index)];
+  const int64_t OC = w.shape[0], C = w.shape[1], r = adapters_->config.r;
+  const float s = adapters_->scale;
+  float* h = lora_h_.as<float>();
+  float* u = lora_u_.as<float>();
+  const float* A = trainable_param(a.lora_a);
+  const float* B = trainable_param(a.lora_b);
+  // h = x·Aᵀ again; dB += s·doutᵀ·h; u = s·dout·B; dA += uᵀ·x; dinp += u·A.
+  ZT_RETURN_IF_ERROR(ops().matmul({.m = rows, .n = r, .k = C, .trans_b = true}, x, A, nullptr, h));
+  ZT_RETURN_IF_ERROR(ops().matmul(
+      {.m = OC, .n = r, .k = rows, .trans_a = true, .alpha = s, .beta = 1.0f}, dout, h, nullptr,
+      trainable_grad(a.lora_b)));
+  ZT_RETURN_IF_ERROR(ops().matmul({.m = rows, .n = r, .k = OC, .alpha = s}, dout, B, nullptr, u));
+  ZT_RETURN_IF_ERROR(ops().matmul({.m = r, .n = C, .k = rows, .trans_a = true, .beta = 1.0f}, u,
+                                  x, nullptr, trainable_grad(a.lora_a)));
+  if (dinp == nullptr) return ok_status();
+  return ops().matmul({.m = rows, .n = C, .k = r, .beta = 1.0f}, u, A, nullptr, dinp);
+}
+
+Status Module::frozen_linear_backward(float* dinp, const float* dout, const float* w,
+                                      int64_t rows, int64_t C, int64_t OC, bool accumulate) const {
+  if (dinp == nullptr) return ok_status();
+  return ops().matmul({.m = rows, .n = C, .k = OC, .beta = accumulate ? 1.0f : 0.0f}, dout, w,
+                      nullptr, dinp);
+}
+
+Status Module::frozen_linear_backward_bf16(float* dinp, const BFloat16* dout, const BFloat16* w,
+                                           int64_t rows, int64_t C, int64_t OC,
+                                           bool accumulate) const {
+  if (dinp == nullptr) return ok_status();
+  return ops().matmul_bf16({.m = rows, .n = C, .k = OC, .beta = accumulate ? 1.0f : 0.0f}, dout,
+                           w, nullptr, dinp);
+}
+
+void Module::init_range(uint64_t seed, int64_t begin, int64_t end, float* host) const {
+  if (!adapters_) return init_base_range(seed, begin, end, host);
+  ZT_CHECK(0 <= begin && begin <= end && end <= layout_.total_numel(), "init_range [", begin, ", ",
+           end, ") outside the layout");
+  std::fill(host, host + (end - begin), 0.0f);  // gaps, lora_B
+  for (const TensorInfo& t : layout_.tensors()) {
+    const int64_t lo = std::max(begin, t.offset), hi = std::min(end, t.offset + t.numel);
+    if (lo >= hi || t.kind == ParamKind::kLoraB) continue;
+    float* out = host + (lo - begin);
+    if (t.kind != ParamKind::kLoraA) {  // a modules_to_save copy: the base's values
+      const TensorInfo& b =
+          base_layout_.tensors()[static_cast<size_t>(adapters_->base_of[t.index])];
+      init_base_range(seed, b.offset + (lo - t.offset), b.offset + (hi - t.offset), out);
+      continue;
+    }
+    const uint64_t h = fnv1a(t.name);
+    const double r = static_cast<double>(adapters_->config.r);
+    const double bound = 1.0 / std::sqrt(static_cast<double>(t.shape[1]));
+    for (int64_t i = lo; i < hi; ++i) {
+      const double z = init_normal(seed, h, static_cast<uint64_t>(i - t.offset));
+      // kaiming_uniform_(a=sqrt(5)): U(-1/sqrt(in), 1/sqrt(in)), drawn as Phi(z).
+      out[i - lo] = static_cast<float>(adapters_->config.gaussian_init
+                                           ? z / r
+                                           : bound * std::erf(z / std::sqrt(2.0)));
+    }
+  }
+}
+
+}  // namespace zerotrain::model
