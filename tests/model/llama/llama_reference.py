@@ -350,8 +350,9 @@ def attention_mask(cfg, T):
     return ok
 
 
-def forward(cfg, P, tokens):
-    """Logits [B, T, V] in the parameters' dtype. P: {HF name: tensor}."""
+def forward(cfg, P, tokens, lora=None):
+    """Logits [B, T, V] in the parameters' dtype. P: {HF name: tensor}. lora: PEFT's
+    LoRA Linear, {module name: (A [r, in], B [out, r], scaling)}: y = W x + b + s B A x."""
     dtype = P["model.embed_tokens.weight"].dtype
     compute = torch.float64 if dtype == torch.float64 else torch.float32
     B, T = tokens.shape
@@ -361,7 +362,11 @@ def forward(cfg, P, tokens):
     scaling = D ** -0.5
 
     def lin(x, name):
-        return F.linear(x, P[name + ".weight"], P.get(name + ".bias"))
+        y = F.linear(x, P[name + ".weight"], P.get(name + ".bias"))
+        if lora and name in lora:
+            a, b, s = lora[name]
+            y = y + s * F.linear(F.linear(x, a), b)
+        return y
 
     x = F.embedding(tokens, P["model.embed_tokens.weight"])
     for li in range(cfg.num_layers):
@@ -546,13 +551,44 @@ def cmd_make(a):
     print(json.dumps({"out": a.out, "files": files, "tensors": len(w)}))
 
 
-def run_model(cfg, P, tokens, targets):
+PEFT_PREFIX = "base_model.model."
+
+
+def load_adapter(adapter_dir, P, dtype):
+    """PEFT's LoRA adapter directory (adapter_config.json, adapter_model.safetensors) over the
+    base P: the base is frozen, the adapter's tensors (and modules_to_save copies, which
+    replace the base's) train. Returns ({module: (A, B, scaling)}, {PEFT key: leaf})."""
+    with open(os.path.join(adapter_dir, "adapter_config.json")) as f:
+        c = json.load(f)
+    r, alpha = c["r"], c["lora_alpha"]
+    scaling = alpha / math.sqrt(r) if c.get("use_rslora") else alpha / r
+    raw = read_safetensors(os.path.join(adapter_dir, "adapter_model.safetensors"))
+    for p in P.values():
+        p.requires_grad_(False)
+    leaves, lora = {}, {}
+    for k, t in raw.items():
+        if not k.startswith(PEFT_PREFIX):
+            raise LlamaRefError(f"adapter tensor {k} lacks the {PEFT_PREFIX!r} prefix")
+        leaves[k] = to_torch(t).to(dtype).requires_grad_(True)
+    for k, v in leaves.items():
+        name = k[len(PEFT_PREFIX):]
+        if name.endswith(".lora_A.weight"):
+            module = name[:-len(".lora_A.weight")]
+            lora[module] = (v, leaves[PEFT_PREFIX + module + ".lora_B.weight"], scaling)
+        elif not name.endswith(".lora_B.weight"):
+            if name not in P:
+                raise LlamaRefError(f"modules_to_save tensor {k} names no base tensor")
+            P[name] = v
+    return lora, leaves
+
+
+def run_model(cfg, P, tokens, targets, lora=None, leaves=None):
     """(logits, per-token losses, mean loss, {"grad." + name: grad}); backward done."""
-    logits = forward(cfg, P, tokens)
+    logits = forward(cfg, P, tokens, lora)
     per, loss = losses_of(logits, targets)
     loss.backward()
     grads = {}
-    for k, p in P.items():
+    for k, p in (leaves if leaves is not None else P).items():
         if p.grad is None:
             raise LlamaRefError(f"parameter {k} got no gradient")
         grads["grad." + k] = p.grad
@@ -565,7 +601,8 @@ def cmd_run(a):
     tokens = read_int32(a.tokens, a.batch * a.seq, "tokens").reshape(a.batch, a.seq)
     targets = read_int32(a.targets, a.batch * a.seq, "targets").reshape(a.batch, a.seq)
     check_ids(cfg, tokens, targets)
-    logits, per, loss, grads = run_model(cfg, P, tokens, targets)
+    lora, leaves = load_adapter(a.adapter, P, dtype) if a.adapter else (None, None)
+    logits, per, loss, grads = run_model(cfg, P, tokens, targets, lora, leaves)
     out = {"logits": logits, "loss": loss.reshape(1), "losses": per}
     out.update(grads)
     out_dtype = DTYPES[a.out_dtype] if a.out_dtype else dtype
@@ -777,6 +814,8 @@ def parse_args(argv):
     r.add_argument("--seq", type=int, required=True)
     r.add_argument("--out", required=True, help="output safetensors")
     r.add_argument("--dtype", choices=("float64", "float32"), default="float64")
+    r.add_argument("--adapter", help="a PEFT LoRA adapter directory: the base frozen, grads "
+                                     "of the adapter's tensors only, as grad.<PEFT key>")
     r.add_argument("--out-dtype", choices=("float64", "float32"),
                    help="dtype of the written tensors (default: --dtype); float32 for readers "
                         "without F64, the values computed in --dtype and rounded once")
