@@ -107,6 +107,7 @@ std::string manifest_to_json(const Manifest& m) {
   j["precision"] = m.precision;
   j["numel"] = m.numel;
   j["model"] = {{"family", m.family}, {"config", m.model_config}};
+  if (!m.adapter.is_null()) j["adapter"] = m.adapter;
   json layout = json::array();
   for (const LayoutEntry& e : m.layout) layout.push_back({e.name, e.offset, e.numel});
   j["param_layout"] = layout;
@@ -163,6 +164,7 @@ StatusOr<Manifest> manifest_from_json(const std::string& text, const std::string
       m.engine_state = j.at("engine_state");
     }
     m.client_state = j.at("client_state");
+    if (j.contains("adapter")) m.adapter = j.at("adapter");
     for (const json& s : j.at("shards")) m.shards.push_back(shard_from_json(s));
     m.extra_files = j.at("extra_files").get<std::vector<std::string>>();
   } catch (const json::exception& e) {

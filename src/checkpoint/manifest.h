@@ -56,6 +56,9 @@ struct Manifest {
   int64_t numel = 0;      // Ψ: the flat buffer, alignment gaps included
   std::string family;     // the model family (model/registry.h): "gpt2"
   nlohmann::json model_config = nlohmann::json::object();  // its config (HF config.json form)
+  // A LoRA run's adapter (Module::adapter_json: PEFT config, base CRC);
+  // null for full fine-tuning. The shards then hold the trainable state only.
+  nlohmann::json adapter = nullptr;
   std::vector<LayoutEntry> layout;
   std::vector<std::string> state_names;  // per-element fp32 states, shard tensors after "master"
   // The engine's state as it writes it: {"optimizer", "scheduler",

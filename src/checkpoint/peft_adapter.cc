@@ -101,15 +101,16 @@ Status PeftAdapter::read(int64_t offset, int64_t count, float* out) const {
   return ok_status();
 }
 
-model::ReadFlatFn merged_reader(const model::Module& adapted, model::ReadFlatFn base,
-                                model::ReadFlatFn adapter) {
-  return [&adapted, base = std::move(base), adapter = std::move(adapter)](
+model::ReadFlatFn merged_reader(const model::ParamLayout& base_layout,
+                                std::shared_ptr<const model::AdapterPlan> plan_ptr,
+                                model::ReadFlatFn base, model::ReadFlatFn adapter) {
+  return [base_layout, plan_ptr, base = std::move(base), adapter = std::move(adapter)](
              int64_t offset, int64_t count, float* out) -> Status {
     ZT_RETURN_IF_ERROR(base(offset, count, out));
-    const model::AdapterPlan& plan = *adapted.adapters();
-    const model::ParamLayout& tl = adapted.layout();
+    const model::AdapterPlan& plan = *plan_ptr;
+    const model::ParamLayout& tl = plan.trainable;
     std::vector<float> a, b;
-    for (const model::TensorInfo& t : adapted.base_layout().tensors()) {
+    for (const model::TensorInfo& t : base_layout.tensors()) {
       const int64_t lo = std::max(offset, t.offset), hi = std::min(offset + count, t.offset + t.numel);
       if (lo >= hi) continue;
       const model::AdaptedTensor& at = plan.of_base[static_cast<size_t>(t.index)];
@@ -136,6 +137,24 @@ model::ReadFlatFn merged_reader(const model::Module& adapted, model::ReadFlatFn 
     }
     return ok_status();
   };
+}
+
+Status apply_peft_adapter(ModelSource& src, const std::string& dir) {
+  if (!src.read) return invalid_argument("--adapter " + dir + ": the base model has no weights");
+  ZT_ASSIGN_OR_RETURN(model::LoraConfig cfg, read_peft_config(dir));
+  ZT_ASSIGN_OR_RETURN(model::ParamLayout base, src.spec.family->layout(src.spec.config));
+  const std::string prefix = model::family_hf_prefix(src.spec.family->name);
+  StatusOr<model::AdapterPlan> plan = model::plan_adapters(base, cfg, prefix);
+  if (!plan.ok()) return plan.status().with_context("--adapter " + dir);
+  auto shared = std::make_shared<const model::AdapterPlan>(std::move(*plan));
+  ZT_ASSIGN_OR_RETURN(PeftAdapter a, PeftAdapter::open(dir, shared->trainable, prefix));
+  auto adapter = std::make_shared<PeftAdapter>(std::move(a));
+  src.read = merged_reader(std::move(base), shared, src.read,
+                           [adapter](int64_t o, int64_t n, float* out) {
+                             return adapter->read(o, n, out);
+                           });
+  src.description += " + PEFT adapter " + dir + " (" + cfg.describe() + ", merged)";
+  return ok_status();
 }
 
 }  // namespace zerotrain::checkpoint

@@ -22,6 +22,7 @@
 #include "model/lora_config.h"
 #include "model/module.h"
 #include "model/param_layout.h"
+#include "checkpoint/model_source.h"
 
 namespace zerotrain::checkpoint {
 
@@ -62,9 +63,15 @@ class PeftAdapter {
 // The merged weights W + s·B·A of every adapted Linear (and the copies of
 // modules_to_save) as a reader over the module's base layout: what `eval
 // --adapter`, `generate --adapter` and `checkpoint export --merge` load
-// into a plain model. `base` reads the base layout; `adapter` the
-// trainable one of `adapted` (a module made with the adapter's config).
-model::ReadFlatFn merged_reader(const model::Module& adapted, model::ReadFlatFn base,
-                                model::ReadFlatFn adapter);
+// into a plain model. `base` reads base_layout; `adapter` plan's trainable
+// layout.
+model::ReadFlatFn merged_reader(const model::ParamLayout& base_layout,
+                                std::shared_ptr<const model::AdapterPlan> plan,
+                                model::ReadFlatFn base, model::ReadFlatFn adapter);
+
+// `src` (a base model: HF dir, checkpoint) with the PEFT adapter in `dir`
+// merged into its weights: src.read becomes the merged reader. The
+// adapter's config and tensors are checked against src's model.
+Status apply_peft_adapter(ModelSource& src, const std::string& dir);
 
 }  // namespace zerotrain::checkpoint

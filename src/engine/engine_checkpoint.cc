@@ -147,6 +147,7 @@ Status Engine::save_checkpoint(const std::string& dir, const std::string& tag,
       m.numel = model_->layout().total_numel();
       m.family = std::string(model_->family());
       m.model_config = model_->config_json();
+      m.adapter = model_->adapter_json();
       m.layout = checkpoint::layout_entries(model_->layout());
       m.state_names = optimizer_->state_names();
       m.engine_state = to_json(state());
@@ -268,6 +269,18 @@ Status Engine::check_compatible(const checkpoint::Manifest& m, const EngineState
         where + "written for another model (" + m.family + " " + m.model_config.dump() + ", " +
         std::to_string(m.numel) + " elements; this one is " + std::string(model_->family()) + " " +
         model_->config_json().dump() + ", " + std::to_string(model_->layout().total_numel()) + ")");
+  }
+  if (m.adapter != model_->adapter_json()) {
+    const auto crc = [](const nlohmann::json& a) {
+      return a.is_null() ? std::string("none") : a.value("base_crc32", std::string("?"));
+    };
+    if (m.adapter.is_null() || model_->adapter_json().is_null() ||
+        m.adapter["peft"] != model_->adapter_json()["peft"])
+      return invalid_argument(where + "written with adapter " + m.adapter.dump() +
+                              "; this run's is " + model_->adapter_json().dump());
+    return invalid_argument(where + "a LoRA checkpoint of another base model (base weights CRC-32 " +
+                            crc(m.adapter) + ", this run's base " + crc(model_->adapter_json()) +
+                            "): resume over the base it was trained on");
   }
   if (saved.optimizer != optimizer_->name() || m.state_names != optimizer_->state_names() ||
       saved.state_names != m.state_names)

@@ -24,6 +24,10 @@ int64_t align_up(int64_t n) {
 
 }  // namespace
 
+std::string family_hf_prefix(std::string_view family) {
+  return family == "gpt2" ? "transformer." : "";
+}
+
 std::string hf_module_name(const TensorInfo& t, const std::string& hf_prefix) {
   std::string n = t.name;
   for (const char* suffix : {".weight", ".bias"}) {

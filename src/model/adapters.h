@@ -56,6 +56,10 @@ struct AdapterPlan {
 StatusOr<AdapterPlan> plan_adapters(const ParamLayout& base, const LoraConfig& config,
                                     const std::string& hf_prefix);
 
+// What family `family` prefixes its layout names with in its HF model:
+// "transformer." for gpt2, "" otherwise (PEFT's full module names).
+std::string family_hf_prefix(std::string_view family);
+
 // The HF module name of base tensor t ("model.layers.0.self_attn.q_proj").
 std::string hf_module_name(const TensorInfo& t, const std::string& hf_prefix);
 

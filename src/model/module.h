@@ -191,11 +191,17 @@ class Module {
   // directory, a seeded init), a tensor at a time through host memory. OK
   // and nothing to do without adapters.
   Status load_frozen(const ReadFlatFn& read);
+  // CRC-32 of the frozen values as load_frozen read them (tensor by tensor,
+  // fp32, in base order): what a LoRA checkpoint records of its base.
+  uint32_t frozen_checksum() const { return frozen_crc_; }
+  // The adapter as a checkpoint manifest records it: {"peft": PEFT's
+  // adapter_config.json, "base_crc32": frozen_checksum()}; null without.
+  nlohmann::json adapter_json() const;
   // Bytes of the frozen store (0 without adapters).
   int64_t frozen_bytes() const { return static_cast<int64_t>(frozen_.bytes()); }
   // What the family prefixes its layout names with in its HF model
   // ("transformer." for GPT-2): PEFT's module names.
-  virtual std::string hf_module_prefix() const { return ""; }
+  std::string hf_module_prefix() const { return family_hf_prefix(family()); }
   int num_groups() const { return layout_.num_groups(); }
   device::Device& device() const { return *device_; }
   const ModuleOptions& options() const { return options_; }
@@ -381,6 +387,7 @@ class Module {
 
   ParamLayout base_layout_, layout_;
   std::shared_ptr<const AdapterPlan> adapters_;
+  uint32_t frozen_crc_ = 0;
   device::Buffer frozen_, lora_h_, lora_u_, grad_sink_;
   ModuleOptions options_;
   device::Device* device_ = nullptr;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "core/crc32.h"
 #include "device/matmul_desc.h"
 #include "device/ops.h"
 #include "model/init_normal.h"
@@ -39,15 +40,25 @@ Status Module::allocate_adapters() {
 Status Module::load_frozen(const ReadFlatFn& read) {
   if (!adapters_) return ok_status();
   std::vector<float> host;
+  uint32_t crc = 0;
   for (const TensorInfo& t : base_layout_.tensors()) {
     const int64_t at = adapters_->of_base[static_cast<size_t>(t.index)].frozen;
     if (at < 0) continue;
     host.resize(static_cast<size_t>(t.numel));
     ZT_RETURN_IF_ERROR(read(t.offset, t.numel, host.data()));
+    crc = crc32_update(crc, host.data(), host.size() * sizeof(float));
     ZT_RETURN_IF_ERROR(
         device_->copy(frozen_.as<float>() + at, host.data(), host.size() * sizeof(float)));
   }
+  frozen_crc_ = crc;
   return ok_status();
+}
+
+nlohmann::json Module::adapter_json() const {
+  if (!adapters_) return nullptr;
+  char hex[16];
+  std::snprintf(hex, sizeof(hex), "%08x", frozen_crc_);
+  return {{"peft", to_peft_json(adapters_->config)}, {"base_crc32", hex}};
 }
 
 const float* Module::trainable_param(int i) const {

@@ -23,7 +23,9 @@
 namespace zerotrain::train {
 
 struct InitialWeights {
-  zero::InitialWeights read;
+  zero::InitialWeights read;  // over model.layout() (the trainable one with LoRA)
+  // With LoRA: the base weights over model.base_layout(), for load_frozen.
+  model::ReadFlatFn base;
   std::string description;  // "seeded init (seed 1234)", "HF model directory DIR"
   std::shared_ptr<std::atomic<int64_t>> floats_read;  // through `read` so far
 };
@@ -32,8 +34,15 @@ struct InitialWeights {
 // directory's names and shapes are checked now against the model's layout
 // (so a bad file fails on every rank before any collective), and `read`
 // reads only the bytes of the range asked for. `model` must outlive it.
+// With adapters (model.adapters()): the base comes from path (or the seed)
+// and the trainable tensors from the PEFT adapter directory `adapter_dir`
+// (`--init-adapter`), or else PEFT's init (lora_B zero, so the first
+// forward is the base's) with modules_to_save copied from the base.
 StatusOr<InitialWeights> initial_weights(const std::string& path, const model::Module& model,
-                                         uint64_t seed);
+                                         uint64_t seed, const std::string& adapter_dir = "");
+// The base alone (read == base), over base_layout().
+StatusOr<InitialWeights> initial_weights(const std::string& path, const model::Module& model,
+                                         uint64_t seed, std::nullptr_t);
 
 // "[zerotrain] initial weights: <description>; read by this rank 12.0 MiB
 // (model 48.0 MiB); peak RSS 80.1 MiB\n" (numel: the flat buffer's

@@ -22,6 +22,7 @@
 #include "train/data/loader.h"
 #include "train/default_config.h"
 #include "train/flops_profile.h"
+#include "checkpoint/peft_adapter.h"
 #include "train/initial_weights.h"
 #include "train/memory_log.h"
 #include "train/monitor.h"
@@ -87,6 +88,11 @@ Status Run::init() {
   // buffer anywhere); below, every rank holds the model. bf16: the GEMMs
   // read bf16 operands too (the engine keeps the weights bf16-rounded).
   const bool partitioned = s_.cfg.zero.stage == 3;
+  std::shared_ptr<const model::LoraConfig> lora = o_.lora;
+  if (!lora && !o_.init_adapter.empty()) {
+    ZT_ASSIGN_OR_RETURN(model::LoraConfig c, checkpoint::read_peft_config(o_.init_adapter));
+    lora = std::make_shared<const model::LoraConfig>(std::move(c));
+  }
   const model::ModuleOptions mo{
       .max_batch = B,
       .max_seq = s_.T,
@@ -95,7 +101,8 @@ Status Run::init() {
       .bf16_compute = s_.cfg.bf16.enabled,
       .checkpoint_layers = checkpointing_on(s_.cfg, o_),
       .checkpoint_synchronize = s_.cfg.activation_checkpointing.synchronize_checkpoint_boundary,
-      .device = &device};
+      .device = &device,
+      .lora = lora};
   // A device too small for the model itself says what would fit.
   ZT_ASSIGN_OR_RETURN(const model::ParamLayout layout, s_.model.family->layout(s_.model.config));
   ZT_ASSIGN_OR_RETURN(const int64_t activations,
@@ -107,9 +114,11 @@ Status Run::init() {
   });
   ZT_ASSIGN_OR_RETURN(model_, model::create_module(s_.model, mo));
   const std::string& weights = o_.init_weights.empty() ? s_.model_weights : o_.init_weights;
-  StatusOr<InitialWeights> init = initial_weights(weights, *model_, o_.seed);
+  StatusOr<InitialWeights> init = initial_weights(weights, *model_, o_.seed, o_.init_adapter);
   if (!init.ok()) return init.status().with_context(o_.init_weights.empty() ? "--model" : "--init");
   initial_weights_ = *init;
+  // LoRA: every rank holds the frozen base whole (not partitioned yet).
+  ZT_RETURN_IF_ERROR(model_->load_frozen(init->base));
   if (s_.cfg.comms_logger.enabled) enable_comms_logger();
   engine::EngineOptions eo;
   eo.initial_weights = init->read;
@@ -274,6 +283,16 @@ void Run::print_start() {
        << " rank(s), micro-batch " << s_.cfg.batch.train_micro_batch_size_per_gpu << ", grad accum "
        << s_.cfg.batch.gradient_accumulation_steps << ", global batch "
        << s_.cfg.batch.train_batch_size << " x " << s_.T << " tokens, " << s_.steps << " steps\n";
+  if (const model::AdapterPlan* plan = model_->adapters()) {
+    char pct[32];
+    std::snprintf(pct, sizeof(pct), "%.4f",
+                  100.0 * static_cast<double>(model_->layout().total_numel()) /
+                      static_cast<double>(model_->layout().total_numel() + plan->frozen_params));
+    out_ << "[zerotrain] LoRA: " << plan->config.describe() << "; " << plan->adapted_linears
+         << " Linear modules adapted; trainable " << model_->layout().total_numel()
+         << " || frozen " << plan->frozen_params << " (trainable% " << pct << "); frozen store "
+         << format_bytes(model_->frozen_bytes()) << " per rank\n";
+  }
   out_ << format_initial_weights_line(initial_weights_, mem.numel);
   out_ << describe_checkpointing(s_.cfg, o_, s_.info.num_layers);
   out_ << format_memory_report(mem, s_.cfg.zero.stage);

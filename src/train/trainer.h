@@ -19,6 +19,7 @@
 #include <array>
 #include <cstdint>
 #include <iosfwd>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -26,6 +27,7 @@
 
 #include "comm/communicator.h"
 #include "core/status.h"
+#include "model/lora_config.h"
 
 namespace zerotrain::train {
 
@@ -68,6 +70,11 @@ struct TrainOptions {
   // HF tensor name (instead of --model DIR's weights or the seeded init);
   // the model must match its shapes.
   std::string init_weights;
+  // LoRA (`--lora-*`, the config file's "lora" section): train adapters over
+  // a frozen base; null: full fine-tuning. init_adapter: a PEFT adapter
+  // directory to start from (its config is the run's when lora is null).
+  std::shared_ptr<const model::LoraConfig> lora;
+  std::string init_adapter;
   // Activation checkpointing of every block, as HF's --gradient_checkpointing
   // (also on when the ds_config has an activation_checkpointing section).
   bool gradient_checkpointing = false;

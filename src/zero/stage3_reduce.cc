@@ -52,6 +52,7 @@ Status Stage3Strategy::on_before_backward(int s) {
   for (int g : model_->grad_groups_written(s)) {
     GroupBuffers& b = buffers_[static_cast<size_t>(g)];
     if (!b.grads.empty()) continue;  // group 0: bound since the head's stage
+    if (layout_.group(g).numel == 0) continue;  // nothing trains here (LoRA)
     const auto bytes = static_cast<size_t>(layout_.group(g).numel) * sizeof(float);
     ZT_ASSIGN_OR_RETURN(b.grads, pool_.acquire(bytes));
     ZT_RETURN_IF_ERROR(device().fill_zero(b.grads.data(), bytes));  // backward adds into it
@@ -69,6 +70,7 @@ Status Stage3Strategy::on_after_backward(int s) {
 
 Status Stage3Strategy::reduce_group(int g) {
   GroupBuffers& b = buffers_[static_cast<size_t>(g)];
+  if (layout_.group(g).numel == 0) return Status();  // nothing trains here (LoRA)
   if (b.grads.empty())
     return internal_error("stage 3: group " + std::to_string(g) +
                           " has no gradient buffer to reduce (backward out of order)");

@@ -119,7 +119,10 @@ void check_against_merged(Fixture& f, double tol) {
   auto plain = create_module(f.spec, {.max_batch = B, .max_seq = T});
   ASSERT_TRUE(plain.ok());
   ASSERT_TRUE((*plain)->load_parameters(
-                  checkpoint::merged_reader(m, f.base, host_reader(f.trainable))).ok());
+                  checkpoint::merged_reader(m.base_layout(),
+                                            std::make_shared<AdapterPlan>(*m.adapters()), f.base,
+                                            host_reader(f.trainable)))
+                  .ok());
   (*plain)->zero_gradients();
   StatusOr<float> merged = (*plain)->forward(f.tokens.data(), f.targets.data(), B, T);
   ASSERT_TRUE(merged.ok());

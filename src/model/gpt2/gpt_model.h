@@ -59,7 +59,6 @@ class GptModel : public Module {
   std::vector<int> grad_groups_written(int stage) const override;
   ModelCost cost(int64_t B, int64_t T) const override;
   void init_base_range(uint64_t seed, int64_t begin, int64_t end, float* host) const override;
-  std::string hf_module_prefix() const override { return "transformer."; }
   bool checkpointable_stage(int s) const override { return s > 0 && s < num_groups() - 1; }
   StatusOr<std::unique_ptr<Decoder>> make_decoder(int64_t batch, int64_t max_seq) const override;
   // fp32 with recompute_attention (the lse attention takes document starts).
