@@ -30,4 +30,13 @@ inline constexpr int64_t kDefaultMaxShardBytes = 5'000'000'000;
 Status export_hf_model(const std::string& tag_dir, const std::string& out_dir, DType dtype,
                        int64_t max_shard_bytes = kDefaultMaxShardBytes);
 
+// A LoRA run's checkpoint (its manifest has an adapter) as a PEFT adapter
+// directory (checkpoint/peft_adapter.h), and merged into its base (an HF
+// model directory whose frozen weights must be the run's: their CRC-32 is
+// checked against the manifest's) as an HF model directory.
+Status export_peft_adapter(const std::string& tag_dir, const std::string& out_dir);
+Status export_merged_model(const std::string& tag_dir, const std::string& base_path,
+                           const std::string& out_dir, DType dtype,
+                           int64_t max_shard_bytes = kDefaultMaxShardBytes);
+
 }  // namespace zerotrain::checkpoint

@@ -1,5 +1,5 @@
 // `zerotrain checkpoint export DIR [--tag T] --to FILE.safetensors|OUT_DIR
-// [--dtype fp32|bf16|fp16] [--max-shard-size BYTES]` (DeepSpeed's
+// [--dtype fp32|bf16|fp16] [--max-shard-size BYTES] [--adapter | --merge --base HF_DIR]` (DeepSpeed's
 // zero_to_fp32.py: a sharded checkpoint as one safetensors file, or as a
 // Hugging Face model directory, streamed) and `zerotrain checkpoint show DIR [--tag T]` (its
 // manifest checked, summarised). DIR is the save directory (the tag from --tag or DIR/latest) or a
@@ -18,7 +18,8 @@ namespace zerotrain::cli {
 namespace {
 
 struct CheckpointFlags {
-  std::string dir, tag, to, dtype = "fp32";
+  std::string dir, tag, to, dtype = "fp32", base;
+  bool adapter = false, merge = false;
   int64_t max_shard_bytes = checkpoint::kDefaultMaxShardBytes;
 };
 
@@ -44,6 +45,19 @@ int run_export(const CheckpointFlags& f) {
   StatusOr<std::string> tag_dir = tag_directory(f);
   if (!tag_dir.ok()) return fail(tag_dir.status());
   const bool file = f.to.ends_with(".safetensors");
+  if (f.adapter || f.merge) {
+    if (f.adapter == f.merge)
+      return fail(invalid_argument("--adapter and --merge: pick one"));
+    if (f.merge && f.base.empty())
+      return fail(invalid_argument("--merge needs --base HF_DIR (the model the adapter trained on)"));
+    Status s = f.adapter ? checkpoint::export_peft_adapter(*tag_dir, f.to)
+                         : checkpoint::export_merged_model(*tag_dir, f.base, f.to, *dtype,
+                                                           f.max_shard_bytes);
+    if (!s.ok()) return fail(s);
+    std::cout << "wrote " << (f.adapter ? "PEFT adapter " : "merged model ") << f.to << " from "
+              << *tag_dir << "\n";
+    return 0;
+  }
   Status s = file ? checkpoint::export_safetensors(*tag_dir, f.to, *dtype)
                   : checkpoint::export_hf_model(*tag_dir, f.to, *dtype, f.max_shard_bytes);
   if (!s.ok()) return fail(s);
@@ -98,6 +112,12 @@ Runner add_checkpoint_command(CLI::App& app) {
                  "largest weights file of a directory export, in bytes (as HF's max_shard_size)")
       ->capture_default_str();
   ex->add_option("--dtype", f->dtype, "fp32, bf16 or fp16")->capture_default_str();
+  ex->add_flag("--adapter", f->adapter,
+               "a LoRA run's checkpoint as a PEFT adapter directory (adapter_config.json + "
+               "adapter_model.safetensors, PeftModel.from_pretrained loads it)");
+  ex->add_flag("--merge", f->merge,
+               "a LoRA run's checkpoint merged into its base (--base) as an HF model directory");
+  ex->add_option("--base", f->base, "with --merge: the HF model directory the adapter trained on");
   return [ex, f]() { return ex->parsed() ? run_export(*f) : run_show(*f); };
 }
 

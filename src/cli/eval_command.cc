@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
+#include "checkpoint/peft_adapter.h"
 #include "core/file_read.h"
 #include "train/data/dataset.h"
 #include "train/evaluate.h"
@@ -18,7 +19,7 @@ namespace zerotrain::cli {
 namespace {
 
 struct EvalFlags {
-  std::string model, data, split = "val", tokenizer;
+  std::string model, data, split = "val", tokenizer, adapter;
   int64_t seq_len = 0, batch = 4;
   uint64_t max_windows = 0;
   bool json = false;
@@ -32,6 +33,8 @@ int eval_fail(const Status& s) {
 int run_eval(const EvalFlags& f) {
   auto m0 = checkpoint::open_model_source(f.model);
   if (!m0.ok()) return eval_fail(m0.status());
+  if (!f.adapter.empty())
+    if (Status s = checkpoint::apply_peft_adapter(*m0, f.adapter); !s.ok()) return eval_fail(s);
   auto info = m0->spec.family->info(m0->spec.config);
   if (!info.ok()) return eval_fail(info.status());
   const int64_t T = f.seq_len > 0 ? f.seq_len : std::min<int64_t>(info->max_seq, 1024);
@@ -94,6 +97,8 @@ Runner add_eval_command(CLI::App& app) {
   auto f = std::make_shared<EvalFlags>();
   CLI::App* cmd = app.add_subcommand(
       "eval", "mean loss and perplexity of a model on token shards or a text file");
+  cmd->add_option("--adapter", f->adapter,
+                  "a PEFT LoRA adapter directory, merged into --model's weights at load");
   cmd->add_option("--model", f->model,
                   "checkpoint directory (or tag), HF model directory, or .safetensors file")
       ->required();

@@ -18,7 +18,7 @@ namespace zerotrain::cli {
 namespace {
 
 struct GenerateFlags {
-  std::string model, tokenizer, prompt, prompt_ids;
+  std::string model, tokenizer, prompt, prompt_ids, adapter;
   int64_t max_new_tokens = 64, max_seq = 0;
   double temperature = 1.0, top_p = 1.0;
   int64_t top_k = 0;
@@ -50,7 +50,7 @@ int run_generate(const GenerateFlags& f) {
   if (f.prompt.empty() == f.prompt_ids.empty()) {
     return generate_fail(invalid_argument("give exactly one of --prompt and --prompt-ids"));
   }
-  auto m = train::load_inference_model(f.model, 1, 1);
+  auto m = train::load_inference_model(f.model, 1, 1, f.adapter);
   if (!m.ok()) return generate_fail(m.status());
   auto info = m->spec.family->info(m->spec.config);
   if (!info.ok()) return generate_fail(info.status());
@@ -130,6 +130,8 @@ Runner add_generate_command(CLI::App& app) {
   auto f = std::make_shared<GenerateFlags>();
   CLI::App* cmd = app.add_subcommand(
       "generate", "generate text from a checkpoint, an HF model directory or a safetensors file");
+  cmd->add_option("--adapter", f->adapter,
+                  "a PEFT LoRA adapter directory, merged into --model's weights at load");
   cmd->add_option("--model", f->model,
                   "checkpoint directory (or tag), HF model directory, or .safetensors file")
       ->required();

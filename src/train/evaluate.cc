@@ -4,13 +4,15 @@
 #include <cmath>
 #include <filesystem>
 
+#include "checkpoint/peft_adapter.h"
 #include "train/data/loader.h"
 
 namespace zerotrain::train {
 
 StatusOr<InferenceModel> load_inference_model(const std::string& path, int64_t max_batch,
-                                              int64_t max_seq) {
+                                              int64_t max_seq, const std::string& adapter) {
   ZT_ASSIGN_OR_RETURN(checkpoint::ModelSource src, checkpoint::open_model_source(path));
+  if (!adapter.empty()) ZT_RETURN_IF_ERROR(checkpoint::apply_peft_adapter(src, adapter));
   return load_inference_model(std::move(src), path, max_batch, max_seq);
 }
 

@@ -29,7 +29,8 @@ struct InferenceModel {
 
 // InvalidArgument when the source has no weights (a preset or bare config).
 StatusOr<InferenceModel> load_inference_model(const std::string& path, int64_t max_batch,
-                                              int64_t max_seq);
+                                              int64_t max_seq, const std::string& adapter = "");
+// adapter: a PEFT adapter directory merged into the weights at load.
 // The same from a source already opened from `path` (to size the model by
 // its config first).
 StatusOr<InferenceModel> load_inference_model(checkpoint::ModelSource src,
