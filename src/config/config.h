@@ -198,6 +198,19 @@ struct ActivationCheckpointingConfig {
   bool profile = false;  // log the recompute time each step
 };
 
+// zerotrain's "lora" section (not DeepSpeed's: PEFT's LoraConfig names):
+// LoRA adapters over a frozen base when r > 0 (model/lora_config.h). The
+// trainer's --lora-* flags override it.
+struct LoraSectionConfig {
+  int64_t r = 0;  // 0: full fine-tuning
+  std::optional<double> lora_alpha;  // unset: 2·r (LLaMA-Factory's default)
+  double lora_dropout = 0.0;
+  std::vector<std::string> target_modules{"all-linear"};
+  bool use_rslora = false;
+  std::vector<std::string> modules_to_save;
+  std::string init_lora_weights = "kaiming";  // PEFT's true; or "gaussian"
+};
+
 struct CheckpointConfig {
   TagValidation tag_validation = TagValidation::kWarn;
   bool use_node_local_storage = false;
@@ -216,6 +229,7 @@ struct Config {
   MonitorConfig tensorboard;
   FlopsProfilerConfig flops_profiler;
   CommsLoggerConfig comms_logger;
+  LoraSectionConfig lora;
 
   double gradient_clipping = 1.0;          // global L2 norm; 0 disables
   std::optional<int64_t> steps_per_print;  // unset: no periodic progress line

@@ -37,6 +37,7 @@ const Index& index() {
     add_optimizer_keys(idx->keys);
     add_zero_keys(idx->keys);
     add_monitor_keys(idx->keys);
+    add_lora_keys(idx->keys);
     add_unsupported_sections(idx->keys);
     for (size_t i = 0; i < idx->keys.size(); ++i) {
       const KeySpec& k = idx->keys[i];

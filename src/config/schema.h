@@ -91,6 +91,7 @@ void add_optimizer_keys(std::vector<KeySpec>& out);  // and the scheduler's
 void add_scheduler_keys(std::vector<KeySpec>& out);
 void add_zero_keys(std::vector<KeySpec>& out);
 void add_monitor_keys(std::vector<KeySpec>& out);
+void add_lora_keys(std::vector<KeySpec>& out);
 void add_unsupported_sections(std::vector<KeySpec>& out);
 
 }  // namespace zerotrain::config

@@ -89,6 +89,23 @@ Status Run::init() {
   // read bf16 operands too (the engine keeps the weights bf16-rounded).
   const bool partitioned = s_.cfg.zero.stage == 3;
   std::shared_ptr<const model::LoraConfig> lora = o_.lora;
+  if (!lora && s_.cfg.lora.r > 0) {  // the config file's "lora" section
+    const config::LoraSectionConfig& c = s_.cfg.lora;
+    model::LoraConfig l{.r = c.r,
+                        .alpha = c.lora_alpha.value_or(2.0 * static_cast<double>(c.r)),
+                        .dropout = c.lora_dropout,
+                        .use_rslora = c.use_rslora,
+                        .modules_to_save = c.modules_to_save,
+                        .gaussian_init = c.init_lora_weights == "gaussian"};
+    const std::vector<std::string>& t = c.target_modules;
+    if (t.size() == 1 && (t[0] == "all-linear" || t[0] == "all"))
+      l.all_linear = true;
+    else if (t.size() == 1 && t[0].find_first_of("*(|\\") != std::string::npos)
+      l.target_regex = t[0];
+    else
+      l.target_modules = t;
+    lora = std::make_shared<const model::LoraConfig>(std::move(l));
+  }
   if (!lora && !o_.init_adapter.empty()) {
     ZT_ASSIGN_OR_RETURN(model::LoraConfig c, checkpoint::read_peft_config(o_.init_adapter));
     lora = std::make_shared<const model::LoraConfig>(std::move(c));
