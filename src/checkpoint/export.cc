@@ -119,8 +119,7 @@ Status export_merged_model(const std::string& tag_dir, const std::string& base_p
     ZT_RETURN_IF_ERROR(base.read(t.offset, t.numel, host.data()));
     crc = crc32_update(crc, host.data(), host.size() * sizeof(float));
   }
-  char hex[16];
-  std::snprintf(hex, sizeof(hex), "%08x", crc);
+  const std::string hex = model::crc32_hex(crc);
   if (m.adapter.value("base_crc32", std::string()) != hex)
     return invalid_argument("--base " + base_path + ": its weights are not the base checkpoint " +
                             tag_dir + " was trained on (CRC-32 " + hex + ", the run's " +

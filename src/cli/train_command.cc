@@ -51,18 +51,14 @@ std::vector<std::string> split_commas(const std::string& s) {
 }
 
 // PEFT's target_modules from --lora-target: "all"/"all-linear", one regex
-// (any of * ( | \ in it: PEFT's string form), or comma-separated names.
+// (LoraConfig::set_targets; a regex may hold commas), or comma-separated names.
 model::LoraConfig lora_config(const TrainFlags& f) {
   model::LoraConfig c{.r = f.lora_r,
                       .alpha = f.lora_alpha > 0 ? f.lora_alpha : 2.0 * static_cast<double>(f.lora_r),
                       .dropout = f.lora_dropout,
                       .use_rslora = f.use_rslora};
-  if (f.lora_target == "all" || f.lora_target == "all-linear")
-    c.all_linear = true;
-  else if (f.lora_target.find_first_of("*(|\\") != std::string::npos)
-    c.target_regex = f.lora_target;
-  else
-    c.target_modules = split_commas(f.lora_target);
+  const bool regex = f.lora_target.find_first_of("*(|\\") != std::string::npos;
+  c.set_targets(regex ? std::vector<std::string>{f.lora_target} : split_commas(f.lora_target));
   c.modules_to_save = split_commas(f.lora_modules_to_save);
   return c;
 }

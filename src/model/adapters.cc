@@ -2,6 +2,7 @@
 // adapters.h).
 #include "model/adapters.h"
 
+#include <cstdio>
 #include <set>
 
 namespace zerotrain::model {
@@ -23,6 +24,12 @@ int64_t align_up(int64_t n) {
 }
 
 }  // namespace
+
+std::string crc32_hex(uint32_t crc) {
+  char hex[16];
+  std::snprintf(hex, sizeof(hex), "%08x", crc);
+  return hex;
+}
 
 std::string family_hf_prefix(std::string_view family) {
   return family == "gpt2" ? "transformer." : "";

@@ -60,6 +60,9 @@ StatusOr<AdapterPlan> plan_adapters(const ParamLayout& base, const LoraConfig& c
 // "transformer." for gpt2, "" otherwise (PEFT's full module names).
 std::string family_hf_prefix(std::string_view family);
 
+// A base checksum as manifests record it: 8 lowercase hex digits.
+std::string crc32_hex(uint32_t crc);
+
 // The HF module name of base tensor t ("model.layers.0.self_attn.q_proj").
 std::string hf_module_name(const TensorInfo& t, const std::string& hf_prefix);
 

@@ -40,6 +40,18 @@ bool LoraConfig::saves(const std::string& name) const {
   return false;
 }
 
+void LoraConfig::set_targets(const std::vector<std::string>& names) {
+  all_linear = false;
+  target_regex.clear();
+  target_modules.clear();
+  if (names.size() == 1 && (names[0] == "all" || names[0] == "all-linear"))
+    all_linear = true;
+  else if (names.size() == 1 && names[0].find_first_of("*(|\\") != std::string::npos)
+    target_regex = names[0];
+  else
+    target_modules = names;
+}
+
 std::string LoraConfig::describe() const {
   char s[64];
   std::snprintf(s, sizeof(s), "%g", scale());

@@ -45,6 +45,10 @@ struct LoraConfig {
   // is a target; is_output_layer: it is the lm head (all-linear leaves it out).
   bool targets(const std::string& name, bool is_output_layer) const;
   bool saves(const std::string& name) const;
+  // Sets the targets from names as users write them: one "all" or
+  // "all-linear"; one regex (any of * ( | \ in the single entry, PEFT's
+  // string form); else module names.
+  void set_targets(const std::vector<std::string>& names);
   // "r=8 alpha=16 (scale 2) targets q_proj,v_proj"
   std::string describe() const;
 };

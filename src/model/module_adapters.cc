@@ -56,9 +56,7 @@ Status Module::load_frozen(const ReadFlatFn& read) {
 
 nlohmann::json Module::adapter_json() const {
   if (!adapters_) return nullptr;
-  char hex[16];
-  std::snprintf(hex, sizeof(hex), "%08x", frozen_crc_);
-  return {{"peft", to_peft_json(adapters_->config)}, {"base_crc32", hex}};
+  return {{"peft", to_peft_json(adapters_->config)}, {"base_crc32", crc32_hex(frozen_crc_)}};
 }
 
 const float* Module::trainable_param(int i) const {

@@ -97,13 +97,7 @@ Status Run::init() {
                         .use_rslora = c.use_rslora,
                         .modules_to_save = c.modules_to_save,
                         .gaussian_init = c.init_lora_weights == "gaussian"};
-    const std::vector<std::string>& t = c.target_modules;
-    if (t.size() == 1 && (t[0] == "all-linear" || t[0] == "all"))
-      l.all_linear = true;
-    else if (t.size() == 1 && t[0].find_first_of("*(|\\") != std::string::npos)
-      l.target_regex = t[0];
-    else
-      l.target_modules = t;
+    l.set_targets(c.target_modules);
     lora = std::make_shared<const model::LoraConfig>(std::move(l));
   }
   if (!lora && !o_.init_adapter.empty()) {
