@@ -19,10 +19,6 @@ std::string join(const std::set<std::string>& v) {
   return s;
 }
 
-int64_t align_up(int64_t n) {
-  return (n + kParamAlignment - 1) / kParamAlignment * kParamAlignment;
-}
-
 }  // namespace
 
 std::string crc32_hex(uint32_t crc) {
@@ -113,7 +109,7 @@ StatusOr<AdapterPlan> plan_adapters(const ParamLayout& base, const LoraConfig& c
         continue;
       }
       a.frozen = plan.frozen_numel;
-      plan.frozen_numel = align_up(plan.frozen_numel + t.numel);
+      plan.frozen_numel = align_to_param(plan.frozen_numel + t.numel);
       plan.frozen_params += t.numel;
       if (!lora[static_cast<size_t>(i)]) continue;
       const std::string m = hf_module_name(t, "");

@@ -5,13 +5,6 @@
 #include <algorithm>
 
 namespace zerotrain::model {
-namespace {
-
-int64_t align_up(int64_t n) {
-  return (n + kParamAlignment - 1) / kParamAlignment * kParamAlignment;
-}
-
-}  // namespace
 
 void ParamLayoutBuilder::begin_group(std::string name) {
   if (open_) close_group();
@@ -43,7 +36,7 @@ void ParamLayoutBuilder::add(TensorSpec spec) {
   t.offset = layout_.total_numel_;
   t.group = layout_.groups_.back().index;
   t.index = static_cast<int>(layout_.tensors_.size());
-  layout_.total_numel_ = align_up(layout_.total_numel_ + t.numel);
+  layout_.total_numel_ = align_to_param(layout_.total_numel_ + t.numel);
   layout_.tensors_.push_back(std::move(t));
 }
 

@@ -38,6 +38,11 @@ namespace zerotrain::model {
 
 inline constexpr int64_t kParamAlignment = 16;  // floats = 64 bytes
 
+// n rounded up to a multiple of kParamAlignment.
+inline constexpr int64_t align_to_param(int64_t n) {
+  return (n + kParamAlignment - 1) / kParamAlignment * kParamAlignment;
+}
+
 // What a tensor is, for initialisation and the HF mapping.
 enum class ParamKind {
   kTokenEmbedding,      // [Vp, C]
