@@ -27,6 +27,7 @@
 #include "core/status.h"
 #include "core/tensor.h"
 #include "device/matmul_desc.h"
+#include "device/quant4.h"
 
 namespace zerotrain::device {
 
@@ -104,6 +105,11 @@ class Ops {
   // C in bf16 (overwritten, rounded once).
   virtual Status matmul_bf16(const MatmulDesc& d, const BFloat16* a, const BFloat16* b,
                              const float* bias, BFloat16* c) const = 0;
+  // out[i - begin] = the 4-bit tensor q's element i for i in [begin, end)
+  // (quant4.h; QLoRA's frozen weights, dequantized a GEMM tile at a time).
+  // Devices without the kernel refuse with the reason (the default).
+  virtual Status dequantize_4bit(const Quant4View& q, int64_t begin, int64_t end,
+                                 float* out) const;
 
   // ---- Transformer layers ----
   // Linear y = x·Wᵀ + b, W [OC,C]; backward adds dinp (dinp_accumulate;

@@ -3,6 +3,7 @@
 
 #include <string>
 
+#include "device/cpu/dequant4.h"
 #include "device/cpu/elementwise.h"
 #include "device/cpu/kernels/ops.h"
 #include "device/cpu/optimizer_kernels.h"
@@ -80,6 +81,14 @@ Status CpuOps::matmul_bf16(const MatmulDesc& d, const BFloat16* a, const BFloat1
 Status CpuOps::matmul_bf16(const MatmulDesc& d, const BFloat16* a, const BFloat16* b,
                            const float* bias, BFloat16* c) const {
   return cpu::matmul_bf16(d, a, b, bias, c);
+}
+
+Status CpuOps::dequantize_4bit(const Quant4View& q, int64_t begin, int64_t end,
+                              float* out) const {
+  if (begin < 0 || begin > end || end > q.numel)
+    return invalid_argument("dequantize_4bit: range outside the tensor");
+  cpu::dequantize_4bit(q, begin, end, out);
+  return ok_status();
 }
 
 Status CpuOps::linear_forward(float* out, const float* inp, const float* weight, const float* bias,

@@ -32,6 +32,8 @@ class CpuOps : public Ops {
                      float* c) const override;
   Status matmul_bf16(const MatmulDesc& d, const BFloat16* a, const BFloat16* b, const float* bias,
                      BFloat16* c) const override;
+  Status dequantize_4bit(const Quant4View& q, int64_t begin, int64_t end,
+                         float* out) const override;
   Status linear_forward(float* out, const float* inp, const float* weight, const float* bias,
                         int64_t B, int64_t T, int64_t C, int64_t OC) const override;
   Status linear_forward_bf16(float* out, const BFloat16* inp, const BFloat16* weight,

@@ -87,6 +87,17 @@ class GuardedOps : public Ops {
                      BFloat16* c) const override {
     return inner_.matmul_bf16(d, dev(a), dev(b), dev(bias), dev(c));
   }
+  Status dequantize_4bit(const Quant4View& q, int64_t begin, int64_t end,
+                         float* out) const override {
+    Quant4View h = q;
+    h.packed = dev(q.packed);
+    h.code = dev(q.code);
+    h.absmax = dev(q.absmax);
+    h.absmax_q = dev(q.absmax_q);
+    h.absmax2 = dev(q.absmax2);
+    h.code8 = dev(q.code8);
+    return inner_.dequantize_4bit(h, begin, end, dev(out));
+  }
   Status linear_forward(float* out, const float* inp, const float* weight, const float* bias,
                         int64_t B, int64_t T, int64_t C, int64_t OC) const override {
     return inner_.linear_forward(dev(out), dev(inp), dev(weight), dev(bias), B, T, C, OC);

@@ -288,6 +288,14 @@ Status CudaOps::axpy(float* y, float a, const float* x, int64_t N) const {
   return kernels::axpy(s, y, a, x, N);
 }
 
+Status CudaOps::dequantize_4bit(const Quant4View& q, int64_t begin, int64_t end,
+                               float* out) const {
+  if (begin < 0 || begin > end || end > q.numel)
+    return invalid_argument("dequantize_4bit: range outside the tensor");
+  ZT_ASSIGN_OR_RETURN(cudaStream_t s, stream());
+  return kernels::dequantize_4bit(s, q, begin, end, out);
+}
+
 Status CudaOps::attention_forward(float* out, float* att, const float* qkv, int64_t B, int64_t T,
                                   int64_t C, int64_t NH) const {
   ZT_ASSIGN_OR_RETURN(cudaStream_t s, stream());

@@ -98,6 +98,8 @@ class CudaOps : public Ops {
                             int64_t N) const override;
   Status residual_forward(float* out, const float* a, const float* b, int64_t N) const override;
   Status axpy(float* y, float a, const float* x, int64_t N) const override;
+  Status dequantize_4bit(const Quant4View& q, int64_t begin, int64_t end,
+                         float* out) const override;
   Status attention_forward(float* out, float* att, const float* qkv, int64_t B, int64_t T,
                            int64_t C, int64_t NH) const override;
   Status attention_backward(float* dqkv, const float* dout, const float* qkv, const float* att,

@@ -54,6 +54,9 @@ Status gelu_backward_bf16(cudaStream_t stream, BFloat16* dinp, const BFloat16* i
                           const float* dout, int64_t N);
 Status residual_forward(cudaStream_t stream, float* out, const float* a, const float* b, int64_t N);
 Status axpy(cudaStream_t stream, float* y, float a, const float* x, int64_t N);
+// out = q's elements [begin, end) (quant4.h); every pointer in q is device memory.
+Status dequantize_4bit(cudaStream_t stream, const Quant4View& q, int64_t begin, int64_t end,
+                       float* out);
 
 // ---- optimizer.cu ----
 Status adam(cudaStream_t stream, const AdamStep& step, float* params, const void* grads,
