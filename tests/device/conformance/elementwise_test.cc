@@ -410,6 +410,42 @@ TEST_P(ElementwiseConformance, ResidualInPlaceOrNotAndAxpy) {
   }
 }
 
+// QLoRA's 4-bit weights: every pointer of the view in device memory; the
+// dequantized range (odd start, mid-block end) equals the host decoder bit
+// for bit, plain and double-quantized.
+TEST_P(ElementwiseConformance, Dequantize4bitEqualsTheHostDecoder) {
+  for (bool double_quant : {false, true}) {
+    const size_t n = 64 * 300 + 7;
+    const std::vector<float> w = randn(n, 123);
+    const Quant4Host q = quantize_4bit(w.data(), static_cast<int64_t>(n),
+                                       {.type = Quant4Type::kNf4, .double_quant = double_quant});
+    auto packed = upload(q.packed);
+    const std::array<float, 16>& c4 = quant4_code(Quant4Type::kNf4);
+    auto code = upload(std::vector<float>(c4.begin(), c4.end()));
+    auto code8 = upload(std::vector<float>(dynamic8_code().begin(), dynamic8_code().end()));
+    auto absmax = upload(double_quant ? std::vector<float>{0.0f} : q.absmax);
+    auto absmax_q = upload(double_quant ? q.absmax_q : std::vector<uint8_t>{0});
+    auto absmax2 = upload(double_quant ? q.absmax2 : std::vector<float>{0.0f});
+    Quant4View v = q.view();
+    v.packed = packed.ptr();
+    v.code = code.ptr();
+    if (double_quant) {
+      v.absmax_q = absmax_q.ptr();
+      v.absmax2 = absmax2.ptr();
+      v.code8 = code8.ptr();
+    } else {
+      v.absmax = absmax.ptr();
+    }
+    const int64_t lo = 33, hi = static_cast<int64_t>(n) - 20;
+    auto dout = alloc<float>(static_cast<size_t>(hi - lo));
+    ASSERT_TRUE(ops().dequantize_4bit(v, lo, hi, dout.ptr()).ok());
+    std::vector<float> ref(static_cast<size_t>(hi - lo));
+    dequantize_4bit_reference(q.view(), lo, hi, ref.data());
+    expect_same_bits(download(dout), ref, double_quant ? "double quant" : "nf4");
+    EXPECT_FALSE(ops().dequantize_4bit(v, 0, static_cast<int64_t>(n) + 1, dout.ptr()).ok());
+  }
+}
+
 ZT_INSTANTIATE_OPS_CONFORMANCE(ElementwiseConformance);
 
 }  // namespace
