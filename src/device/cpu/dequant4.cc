@@ -6,7 +6,7 @@
 #include "device/cpu/cpu_features.h"
 
 namespace zerotrain::device::cpu {
-namespace detail {
+namespace dequant4_spans {
 
 void dequant4_span_portable(const uint8_t* bytes, const float* lut, int64_t pairs, float* out) {
   for (int64_t j = 0; j < pairs; ++j) {
@@ -15,19 +15,19 @@ void dequant4_span_portable(const uint8_t* bytes, const float* lut, int64_t pair
   }
 }
 
-}  // namespace detail
+}  // namespace dequant4_spans
 
 namespace {
 
-detail::Dequant4SpanFn span_kernel() {
+dequant4_spans::Dequant4SpanFn span_kernel() {
 #if defined(__x86_64__)
   switch (active_simd_level()) {
-    case SimdLevel::kAvx512: return detail::dequant4_span_avx512;
-    case SimdLevel::kAvx2: return detail::dequant4_span_avx2;
+    case SimdLevel::kAvx512: return dequant4_spans::dequant4_span_avx512;
+    case SimdLevel::kAvx2: return dequant4_spans::dequant4_span_avx2;
     case SimdLevel::kPortable: break;
   }
 #endif
-  return detail::dequant4_span_portable;
+  return dequant4_spans::dequant4_span_portable;
 }
 
 float decode_one(const Quant4View& q, const float* lut, int64_t i) {
@@ -39,7 +39,7 @@ float decode_one(const Quant4View& q, const float* lut, int64_t i) {
 
 void dequantize_4bit(const Quant4View& q, int64_t begin, int64_t end, float* out) {
   if (begin >= end) return;
-  const detail::Dequant4SpanFn span = span_kernel();
+  const dequant4_spans::Dequant4SpanFn span = span_kernel();
   const int64_t first = begin / q.blocksize, last = (end - 1) / q.blocksize;
 #pragma omp parallel for schedule(static) if (last - first >= 64)
   for (int64_t b = first; b <= last; ++b) {

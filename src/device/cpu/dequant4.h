@@ -17,7 +17,7 @@ namespace zerotrain::device::cpu {
 
 void dequantize_4bit(const Quant4View& q, int64_t begin, int64_t end, float* out);
 
-namespace detail {
+namespace dequant4_spans {
 // Decodes `pairs` bytes into 2·pairs floats through lut[16].
 using Dequant4SpanFn = void (*)(const uint8_t* bytes, const float* lut, int64_t pairs, float* out);
 void dequant4_span_portable(const uint8_t* bytes, const float* lut, int64_t pairs, float* out);
@@ -25,6 +25,6 @@ void dequant4_span_portable(const uint8_t* bytes, const float* lut, int64_t pair
 void dequant4_span_avx2(const uint8_t* bytes, const float* lut, int64_t pairs, float* out);
 void dequant4_span_avx512(const uint8_t* bytes, const float* lut, int64_t pairs, float* out);
 #endif
-}  // namespace detail
+}  // namespace dequant4_spans
 
 }  // namespace zerotrain::device::cpu

@@ -7,7 +7,7 @@
 #if defined(__x86_64__)
 #include "device/cpu/simd_x86.h"
 
-namespace zerotrain::device::cpu::detail {
+namespace zerotrain::device::cpu::dequant4_spans {
 namespace {
 
 // 8 bytes -> 16 nibble indices in element order: hi0 lo0 hi1 lo1 ...
@@ -50,5 +50,5 @@ ZT_TARGET_AVX512 void dequant4_span_avx512(const uint8_t* bytes, const float* lu
   dequant4_span_portable(bytes + j, lut, pairs - j, out + 2 * j);
 }
 
-}  // namespace zerotrain::device::cpu::detail
+}  // namespace zerotrain::device::cpu::dequant4_spans
 #endif
