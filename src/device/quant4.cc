@@ -150,18 +150,12 @@ Quant4Host quantize_4bit(const float* x, int64_t numel, const Quant4Options& opt
 }
 
 void dequantize_4bit_reference(const Quant4View& q, int64_t begin, int64_t end, float* out) {
-  for (int64_t i = begin; i < end; ++i) {
-    const uint8_t byte = q.packed[i / 2];
-    const int nib = i % 2 == 0 ? byte >> 4 : byte & 15;
-    out[i - begin] = q.code[nib] * quant4_block_scale(q, i / q.blocksize);
-  }
+  for (int64_t i = begin; i < end; ++i) out[i - begin] = quant4_element(q, i);
 }
 
 // Devices without a 4-bit kernel (CpuOps and CudaOps override it where built).
 Status Ops::dequantize_4bit(const Quant4View&, int64_t, int64_t, float*) const {
-  return invalid_argument(
-      "4-bit (QLoRA) weights have no dequantization kernel on this device; "
-      "train without --load-in-4bit or on the CPU");
+  return invalid_argument("4-bit (QLoRA) weights have no dequantization kernel on this device");
 }
 
 }  // namespace zerotrain::device

@@ -12,9 +12,10 @@
 // The quantizer follows bitsandbytes' reference backend
 // (backends/default/ops.py) operation by operation in float32: scaled =
 // clamp(x · (1/absmax), -1, 1), the first code of least |scaled − code|,
-// an odd tail padded with 0. The one free choice: `offset` is the float32
-// nearest the exact mean (bitsandbytes takes torch's float32 mean, whose
-// last bit depends on the device's summation order).
+// an odd tail padded with 0. Two choices where bitsandbytes' own last bit
+// depends on the machine: `offset` is the float32 nearest the exact mean
+// (torch's float32 mean rounds by its summation order), and the dynamic
+// map is computed in float64 and rounded once (see dynamic8_code).
 //
 // Thread-safety: plain values; quantize_4bit is reentrant.
 #pragma once
@@ -23,6 +24,8 @@
 #include <cstdint>
 #include <string>
 #include <vector>
+
+#include "core/half.h"  // ZT_HOST_DEVICE
 
 namespace zerotrain::device {
 
@@ -55,10 +58,20 @@ struct Quant4View {
   float offset = 0.0f;               //   added after the second level
 };
 
-// The scale of block b: absmax[b], or code8[absmax_q[b]]·absmax2[b/256] + offset.
-inline float quant4_block_scale(const Quant4View& q, int64_t b) {
+// The decoding rule, shared by the host reference and the CUDA kernel
+// (and the CPU kernel's table): element i's code index, high nibble first;
+ZT_HOST_DEVICE inline int quant4_nibble(const uint8_t* packed, int64_t i) {
+  const uint8_t byte = packed[i / 2];
+  return i % 2 == 0 ? byte >> 4 : byte & 15;
+}
+// the scale of block b: absmax[b], or code8[absmax_q[b]]·absmax2[b/256] + offset;
+ZT_HOST_DEVICE inline float quant4_block_scale(const Quant4View& q, int64_t b) {
   if (q.absmax != nullptr) return q.absmax[b];
   return q.code8[q.absmax_q[b]] * q.absmax2[b / kDoubleQuantBlock] + q.offset;
+}
+// element i: code[nibble] · scale, one float32 multiply.
+ZT_HOST_DEVICE inline float quant4_element(const Quant4View& q, int64_t i) {
+  return q.code[quant4_nibble(q.packed, i)] * quant4_block_scale(q, i / q.blocksize);
 }
 
 // The host-side result of quantize_4bit (and what the frozen store copies

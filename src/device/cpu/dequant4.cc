@@ -31,8 +31,7 @@ dequant4_spans::Dequant4SpanFn span_kernel() {
 }
 
 float decode_one(const Quant4View& q, const float* lut, int64_t i) {
-  const uint8_t byte = q.packed[i / 2];
-  return lut[i % 2 == 0 ? byte >> 4 : byte & 15];
+  return lut[quant4_nibble(q.packed, i)];
 }
 
 }  // namespace

@@ -206,17 +206,10 @@ __global__ void axpy_kernel(float* y, float a, const float* x, int64_t n) {
   ZT_GRID_LOOP(i, n) { y[i] = axpy_element(y[i], a, x[i]); }
 }
 
-// QLoRA's 4-bit weights (quant4.h): one element a thread, the same float32
-// multiplies as dequantize_4bit_reference.
+// QLoRA's 4-bit weights (quant4.h): one element a thread, quant4_element
+// as dequantize_4bit_reference.
 __global__ void dequantize_4bit_kernel(Quant4View q, int64_t begin, float* out, int64_t n) {
-  ZT_GRID_LOOP(i, n) {
-    const int64_t e = begin + i, b = e / q.blocksize;
-    const uint8_t byte = q.packed[e / 2];
-    const float scale = q.absmax != nullptr
-                            ? q.absmax[b]
-                            : q.code8[q.absmax_q[b]] * q.absmax2[b / kDoubleQuantBlock] + q.offset;
-    out[i] = q.code[e % 2 == 0 ? byte >> 4 : byte & 15] * scale;
-  }
+  ZT_GRID_LOOP(i, n) { out[i] = quant4_element(q, begin + i); }
 }
 
 const uint16_t* bits(const BFloat16* p) { return reinterpret_cast<const uint16_t*>(p); }
