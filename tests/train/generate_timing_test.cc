@@ -1,8 +1,11 @@
-// The KV cache keeps the time per token flat: through `zerotrain generate
-// --json`, token 512 of a random 4-layer Llama (1024 positions, GQA) costs
-// at most 2x token 16 (medians of the 13 tokens around each). Without a
-// cache the forward over the whole sequence would make it ~30x. Timing, so
-// it runs alone (RUN_SERIAL).
+// The KV cache keeps the time per token nearly flat: through `zerotrain
+// generate --json`, token 512 of a random 4-layer Llama (1024 positions, GQA)
+// costs at most 8x token 16 (medians of the 13 tokens around each). Without a
+// cache each token reruns the forward over the whole prefix, ~32x here. With
+// one, only attention over the cache grows (linearly); its share of a token
+// depends on the machine: 1.1x on the dev box, 3.8x on a CI runner where 2x was the
+// bound and failed. 8x still fails for any recompute of the prefix. Timing,
+// so it runs alone (RUN_SERIAL).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -45,7 +48,7 @@ TEST(GenerateTiming, KvCacheKeepsTheTimePerTokenFlat) {
   };
   const double early = median_around(16), late = median_around(512);
   std::cout << "token 16: " << early * 1e3 << " ms, token 512: " << late * 1e3 << " ms\n";
-  EXPECT_LE(late, 2.0 * early);
+  EXPECT_LE(late, 8.0 * early);
 }
 
 }  // namespace
