@@ -91,6 +91,8 @@ Status HalfComputeCopy::before_backward(int s) {
   for (int g : m.grad_groups_written(s)) {
     device::Buffer& b = grad_buffers_[static_cast<size_t>(g)];
     if (!b.empty()) continue;  // group 0: bound since the head's stage
+    // LoRA: a group with nothing trainable (numel 0) needs no binding.
+    if (m.layout().groups()[static_cast<size_t>(g)].numel == 0) continue;
     const auto bytes = static_cast<size_t>(m.layout().groups()[static_cast<size_t>(g)].numel) *
                        sizeof(float);
     ZT_ASSIGN_OR_RETURN(b, pool_.acquire(bytes));
@@ -102,7 +104,7 @@ Status HalfComputeCopy::before_backward(int s) {
 
 Status HalfComputeCopy::after_backward(int s) {
   model::Module& m = *options_.model;
-  if (options_.accumulate_gradients) {
+  if (options_.accumulate_gradients && m.layout().groups()[static_cast<size_t>(s)].numel > 0) {
     device::Buffer& b = grad_buffers_[static_cast<size_t>(s)];
     if (b.empty())
       return internal_error("16-bit gradients: group " + std::to_string(s) +
