@@ -209,6 +209,9 @@ struct LoraSectionConfig {
   bool use_rslora = false;
   std::vector<std::string> modules_to_save;
   std::string init_lora_weights = "kaiming";  // PEFT's true; or "gaussian"
+  bool load_in_4bit = false;                   // QLoRA: a 4-bit frozen base
+  std::string bnb_4bit_quant_type = "nf4";     // or "fp4"
+  bool bnb_4bit_use_double_quant = true;
 };
 
 struct CheckpointConfig {

@@ -63,6 +63,26 @@ void add_lora_keys(std::vector<KeySpec>& out) {
        .choices = "kaiming|gaussian",
        .help = "lora_A's init: kaiming-uniform (PEFT's true) or normal(0, 1/r); lora_B is 0.",
        ZT_FIELD(lora.init_lora_weights)},
+      {.path = "lora.load_in_4bit",
+       .type = kBool,
+       .default_json = "false",
+       .help = "QLoRA: hold the frozen Linear weights but lm_head 4-bit in bitsandbytes' "
+               "blockwise format (blocksize 64), decoded for each GEMM; the compute dtype is "
+               "the run's (bf16 section, else fp32). LLaMA-Factory's quantization_bit 4.",
+       ZT_FIELD(lora.load_in_4bit)},
+      {.path = "lora.bnb_4bit_quant_type",
+       .type = kString,
+       .default_json = "\"nf4\"",
+       .choices = "nf4|fp4",
+       .help = "The 4-bit code: NormalFloat4 (QLoRA's; LLaMA-Factory's default) or FP4 "
+               "(BitsAndBytesConfig's default).",
+       ZT_FIELD(lora.bnb_4bit_quant_type)},
+      {.path = "lora.bnb_4bit_use_double_quant",
+       .type = kBool,
+       .default_json = "true",
+       .help = "Store the per-block scales 8-bit too (~0.37 bits a parameter less; "
+               "LLaMA-Factory's double_quantization default).",
+       ZT_FIELD(lora.bnb_4bit_use_double_quant)},
   };
   out.insert(out.end(), std::begin(keys), std::end(keys));
 }

@@ -44,7 +44,8 @@ std::string hf_module_name(const TensorInfo& t, const std::string& hf_prefix) {
 }
 
 StatusOr<AdapterPlan> plan_adapters(const ParamLayout& base, const LoraConfig& config,
-                                    const std::string& hf_prefix) {
+                                    const std::string& hf_prefix,
+                                    const std::optional<device::Quant4Options>& quant4) {
   ZT_RETURN_IF_ERROR(validate(config));
   if (config.dropout != 0.0)
     return invalid_argument(
@@ -53,6 +54,7 @@ StatusOr<AdapterPlan> plan_adapters(const ParamLayout& base, const LoraConfig& c
   AdapterPlan plan;
   plan.config = config;
   plan.scale = static_cast<float>(config.scale());
+  plan.quant4 = quant4;
   const auto& tensors = base.tensors();
   plan.of_base.resize(tensors.size());
   std::set<std::string> linears, saved_hits;
@@ -108,9 +110,15 @@ StatusOr<AdapterPlan> plan_adapters(const ParamLayout& base, const LoraConfig& c
         plan.base_of.push_back(i);
         continue;
       }
-      a.frozen = plan.frozen_numel;
-      plan.frozen_numel = align_to_param(plan.frozen_numel + t.numel);
       plan.frozen_params += t.numel;
+      if (quant4 && is_linear_weight(t) && t.name != "lm_head.weight") {
+        a.quant4 = static_cast<int>(plan.quantized.size());
+        plan.quantized.push_back(i);
+        plan.quantized_params += t.numel;
+      } else {
+        a.frozen = plan.frozen_numel;
+        plan.frozen_numel = align_to_param(plan.frozen_numel + t.numel);
+      }
       if (!lora[static_cast<size_t>(i)]) continue;
       const std::string m = hf_module_name(t, "");
       const int64_t out = t.shape[0], in = t.shape[1];

@@ -16,14 +16,21 @@
 // names: "<module>.lora_A.weight", "<module>.lora_B.weight" (module = the
 // base tensor's name without ".weight"), and the base name for a copy.
 //
+// QLoRA (plan_adapters' quant4): every frozen Linear weight but the lm
+// head (bitsandbytes' rule: lm_head stays in the compute dtype) is held
+// 4-bit (device/quant4.h) instead of in the fp32 frozen store; its biases,
+// norms and embeddings stay fp32.
+//
 // Thread-safety: a value type.
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "core/status.h"
+#include "device/quant4.h"
 #include "model/lora_config.h"
 #include "model/param_layout.h"
 
@@ -33,7 +40,8 @@ struct AdaptedTensor {
   int trainable = -1;      // the trainable copy (modules_to_save), else -1
   int lora_a = -1;         // an adapted Linear's lora_A / lora_B, else -1
   int lora_b = -1;
-  int64_t frozen = -1;     // offset in the frozen store (floats), -1 if trainable
+  int64_t frozen = -1;     // offset in the frozen store (floats), else -1
+  int quant4 = -1;         // index in AdapterPlan::quantized (held 4-bit), else -1
 };
 
 struct AdapterPlan {
@@ -45,6 +53,9 @@ struct AdapterPlan {
   int64_t frozen_numel = 0;            // floats of the frozen store (64-byte aligned tensors)
   int64_t frozen_params = 0;           // elements of the frozen tensors, without alignment
   int adapted_linears = 0;
+  std::optional<device::Quant4Options> quant4;  // QLoRA: the 4-bit base's format
+  std::vector<int> quantized;                   // base tensors held 4-bit
+  int64_t quantized_params = 0;                 // their elements (part of frozen_params)
 };
 
 // hf_prefix: what the family's HF model puts before the layout's names
@@ -52,9 +63,11 @@ struct AdapterPlan {
 // match. InvalidArgument (naming the modules that exist) when the targets
 // match no Linear, match a module that is not a supported Linear (norms,
 // embeddings, the lm head: use modules_to_save), or modules_to_save match
-// nothing; or for an invalid config.
+// nothing; or for an invalid config. quant4: hold the frozen Linear
+// weights 4-bit (QLoRA).
 StatusOr<AdapterPlan> plan_adapters(const ParamLayout& base, const LoraConfig& config,
-                                    const std::string& hf_prefix);
+                                    const std::string& hf_prefix,
+                                    const std::optional<device::Quant4Options>& quant4 = {});
 
 // What family `family` prefixes its layout names with in its HF model:
 // "transformer." for gpt2, "" otherwise (PEFT's full module names).

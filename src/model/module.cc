@@ -290,7 +290,8 @@ Status Module::backward(float dloss) {
 MemoryStats Module::memory() const {
   return {.parameter_bytes = static_cast<int64_t>(own_params_.bytes()),
           .gradient_bytes = static_cast<int64_t>(own_grads_.bytes()),
-          .activation_bytes = static_cast<int64_t>(act_buffer_.bytes()) + scratch_bytes(),
+          .activation_bytes = static_cast<int64_t>(act_buffer_.bytes() + dequant_scratch_.bytes()) +
+                              scratch_bytes(),
           .layout_bytes = layout_.total_bytes(),
           .frozen_bytes = frozen_bytes()};
 }

@@ -78,7 +78,10 @@
 // reader over base_layout() and never written by a pass. An adapted Linear
 // computes y = W·x + s·B·(A·x); its backward adds into dA, dB and dx only.
 // Frozen tensors get no gradient (their kernels' weight gradients go to a
-// discard buffer or are skipped).
+// discard buffer or are skipped). With ModuleOptions.base_4bit (QLoRA) the
+// frozen Linear weights but the lm head are held 4-bit; weight() decodes
+// one into an fp32 scratch for each GEMM that reads it (as bitsandbytes'
+// MatMul4Bit dequantizes the whole weight for a training matmul).
 //
 // Thread-safety: none; one module per thread.
 #pragma once
@@ -87,6 +90,7 @@
 #include <functional>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -129,6 +133,8 @@ struct ModuleOptions {
   device::Device* device = nullptr;
   // LoRA (see "Adapters" below); null: every parameter trains.
   std::shared_ptr<const LoraConfig> lora{};
+  // QLoRA: the frozen Linear weights held 4-bit (needs lora).
+  std::optional<device::Quant4Options> base_4bit{};
 };
 
 // What the flops profiler reports of one stage: its module as Hugging Face
@@ -197,8 +203,8 @@ class Module {
   // The adapter as a checkpoint manifest records it: {"peft": PEFT's
   // adapter_config.json, "base_crc32": frozen_checksum()}; null without.
   nlohmann::json adapter_json() const;
-  // Bytes of the frozen store (0 without adapters).
-  int64_t frozen_bytes() const { return static_cast<int64_t>(frozen_.bytes()); }
+  // Bytes of the frozen store, the 4-bit weights included (0 without adapters).
+  int64_t frozen_bytes() const;
   // What the family prefixes its layout names with in its HF model
   // ("transformer." for GPT-2): PEFT's module names.
   std::string hf_module_prefix() const { return family_hf_prefix(family()); }
@@ -346,12 +352,16 @@ class Module {
   // binding, or the frozen store); its gradient, or null when frozen;
   // grad_or_sink: a discard buffer for a frozen tensor a kernel must write
   // (a norm's weight gradient).
+  // A 4-bit tensor has no fp32 values to point at: read it with weight().
   const float* param(const TensorInfo& t) const;
+  // A Linear weight's fp32 values for one GEMM: param(t), or a 4-bit one
+  // decoded into the dequantize scratch (valid until the next weight()).
+  StatusOr<const float*> weight(const TensorInfo& t) const;
   float* grad(const TensorInfo& t) const;
   float* grad_or_sink(const TensorInfo& t) const;
   // Frozen: no gradient at all (independent of what is bound now).
   bool frozen(const TensorInfo& t) const {
-    return adapters_ && adapters_->of_base[static_cast<size_t>(t.index)].frozen >= 0;
+    return adapters_ && adapters_->of_base[static_cast<size_t>(t.index)].trainable < 0;
   }
   // Whether base Linear weight w has a LoRA adapter; lora_forward adds
   // s·B·(A·x) into out [rows, OC]; lora_backward adds into dinp [rows, C]
@@ -372,6 +382,8 @@ class Module {
   virtual bool checkpointable_stage(int stage) const { return false; }
   // Activation bytes beyond the activation memory (the family's scratch).
   virtual int64_t scratch_bytes() const { return 0; }
+  // Whether the family's GEMMs read Linear weights through weight() (QLoRA).
+  virtual bool supports_4bit_base() const { return false; }
   // Every group has (all = true) or one lost (false) its bf16 view.
   virtual Status on_bf16_views(bool all) { return ok_status(); }
 
@@ -382,6 +394,8 @@ class Module {
   Status check_bound(int stage, Pass pass) const;
 
   Status allocate_adapters();
+  Status allocate_quantized();
+  Status store_quantized(int k, const float* host, int64_t numel);
   const float* trainable_param(int i) const;
   float* trainable_grad(int i) const;
 
@@ -389,6 +403,11 @@ class Module {
   std::shared_ptr<const AdapterPlan> adapters_;
   uint32_t frozen_crc_ = 0;
   device::Buffer frozen_, lora_h_, lora_u_, grad_sink_;
+  // QLoRA: one buffer per 4-bit weight (codes, then scales), its view, the
+  // code tables, the decode target.
+  std::vector<device::Buffer> quant_store_;
+  std::vector<device::Quant4View> quant_views_;
+  device::Buffer quant_codes_, dequant_scratch_;
   ModuleOptions options_;
   device::Device* device_ = nullptr;
   device::Buffer own_params_, own_grads_, act_buffer_;

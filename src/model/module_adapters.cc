@@ -13,9 +13,14 @@ namespace zerotrain::model {
 
 Status Module::allocate_adapters() {
   if (!options_.lora) return ok_status();
+  if (options_.base_4bit && !supports_4bit_base())
+    return invalid_argument("4-bit base weights (QLoRA) are implemented for the llama, mistral and "
+                            "qwen2 families, not " + std::string(family()) +
+                            "; train its LoRA adapters over the fp32 base");
   ZT_ASSIGN_OR_RETURN(AdapterPlan plan, plan_adapters(base_layout_, *options_.lora,
-                                                      hf_module_prefix()));
+                                                      hf_module_prefix(), options_.base_4bit));
   adapters_ = std::make_shared<const AdapterPlan>(std::move(plan));
+  ZT_RETURN_IF_ERROR(allocate_quantized());
   layout_ = adapters_->trainable;
   using device::MemoryCategory;
   ZT_ASSIGN_OR_RETURN(frozen_, device_->allocate(
@@ -37,26 +42,104 @@ Status Module::allocate_adapters() {
   return ok_status();
 }
 
+Status Module::allocate_quantized() {
+  if (!adapters_->quant4) return ok_status();
+  using device::MemoryCategory;
+  const device::Quant4Type type = adapters_->quant4->type;
+  std::vector<float> codes(device::quant4_code(type).begin(), device::quant4_code(type).end());
+  codes.insert(codes.end(), device::dynamic8_code().begin(), device::dynamic8_code().end());
+  ZT_ASSIGN_OR_RETURN(quant_codes_,
+                      device_->allocate(codes.size() * sizeof(float), MemoryCategory::kParameters,
+                                        "4-bit code tables"));
+  ZT_RETURN_IF_ERROR(device_->copy(quant_codes_.data(), codes.data(), codes.size() * sizeof(float)));
+  int64_t widest = 1;
+  for (int i : adapters_->quantized)
+    widest = std::max(widest, base_layout_.tensors()[static_cast<size_t>(i)].numel);
+  ZT_ASSIGN_OR_RETURN(dequant_scratch_,
+                      device_->allocate(static_cast<size_t>(widest) * sizeof(float),
+                                        MemoryCategory::kActivations, "4-bit dequantize scratch"));
+  quant_store_.resize(adapters_->quantized.size());
+  quant_views_.resize(adapters_->quantized.size());
+  return ok_status();
+}
+
+Status Module::store_quantized(int k, const float* host, int64_t numel) {
+  const device::Quant4Host q = device::quantize_4bit(host, numel, *adapters_->quant4);
+  // One buffer: the codes, then (16-byte aligned) absmax, or absmax_q and absmax2.
+  const auto up16 = [](size_t n) { return (n + 15) / 16 * 16; };
+  const size_t scales = q.absmax.size() * sizeof(float) + q.absmax_q.size();
+  const size_t at_scales = up16(q.packed.size()), at_absmax2 = at_scales + up16(scales);
+  const size_t bytes = at_absmax2 + q.absmax2.size() * sizeof(float);
+  const std::string name = base_layout_.tensors()[static_cast<size_t>(adapters_->quantized[k])].name;
+  ZT_ASSIGN_OR_RETURN(quant_store_[k], device_->allocate(bytes, device::MemoryCategory::kParameters,
+                                                          "4-bit " + name));
+  auto* base = static_cast<uint8_t*>(quant_store_[k].data());
+  ZT_RETURN_IF_ERROR(device_->copy(base, q.packed.data(), q.packed.size()));
+  const void* scale_src = q.absmax.empty() ? static_cast<const void*>(q.absmax_q.data())
+                                           : static_cast<const void*>(q.absmax.data());
+  ZT_RETURN_IF_ERROR(device_->copy(base + at_scales, scale_src, scales));
+  if (!q.absmax2.empty())
+    ZT_RETURN_IF_ERROR(
+        device_->copy(base + at_absmax2, q.absmax2.data(), q.absmax2.size() * sizeof(float)));
+  const float* codes = quant_codes_.as<float>();
+  device::Quant4View& v = quant_views_[k];
+  v = {.packed = base, .numel = numel, .blocksize = q.options.blocksize, .code = codes};
+  if (q.options.double_quant) {
+    v.absmax_q = base + at_scales;
+    v.absmax2 = reinterpret_cast<const float*>(base + at_absmax2);
+    v.code8 = codes + 16;
+    v.offset = q.offset;
+  } else {
+    v.absmax = reinterpret_cast<const float*>(base + at_scales);
+  }
+  return ok_status();
+}
+
 Status Module::load_frozen(const ReadFlatFn& read) {
   if (!adapters_) return ok_status();
   std::vector<float> host;
   uint32_t crc = 0;
   for (const TensorInfo& t : base_layout_.tensors()) {
-    const int64_t at = adapters_->of_base[static_cast<size_t>(t.index)].frozen;
-    if (at < 0) continue;
+    const AdaptedTensor& a = adapters_->of_base[static_cast<size_t>(t.index)];
+    if (a.trainable >= 0) continue;
     host.resize(static_cast<size_t>(t.numel));
     ZT_RETURN_IF_ERROR(read(t.offset, t.numel, host.data()));
     crc = crc32_update(crc, host.data(), host.size() * sizeof(float));
-    ZT_RETURN_IF_ERROR(
-        device_->copy(frozen_.as<float>() + at, host.data(), host.size() * sizeof(float)));
+    if (a.quant4 >= 0) {
+      ZT_RETURN_IF_ERROR(store_quantized(a.quant4, host.data(), t.numel));
+      continue;
+    }
+    ZT_RETURN_IF_ERROR(device_->copy(frozen_.as<float>() + a.frozen, host.data(),
+                                     host.size() * sizeof(float)));
   }
   frozen_crc_ = crc;
   return ok_status();
 }
 
+int64_t Module::frozen_bytes() const {
+  auto n = static_cast<int64_t>(frozen_.bytes() + quant_codes_.bytes());
+  for (const device::Buffer& b : quant_store_) n += static_cast<int64_t>(b.bytes());
+  return n;
+}
+
+StatusOr<const float*> Module::weight(const TensorInfo& t) const {
+  const int k = adapters_ ? adapters_->of_base[static_cast<size_t>(t.index)].quant4 : -1;
+  if (k < 0) return param(t);
+  ZT_CHECK(quant_views_[static_cast<size_t>(k)].packed != nullptr, t.name,
+           " is read before load_frozen() stored it");
+  float* out = dequant_scratch_.as<float>();
+  ZT_RETURN_IF_ERROR(ops().dequantize_4bit(quant_views_[static_cast<size_t>(k)], 0, t.numel, out));
+  return static_cast<const float*>(out);
+}
+
 nlohmann::json Module::adapter_json() const {
   if (!adapters_) return nullptr;
-  return {{"peft", to_peft_json(adapters_->config)}, {"base_crc32", crc32_hex(frozen_crc_)}};
+  nlohmann::json j = {{"peft", to_peft_json(adapters_->config)},
+                      {"base_crc32", crc32_hex(frozen_crc_)}};
+  if (const auto& q = adapters_->quant4)  // what the run trained over (informative)
+    j["base_4bit"] = {{"quant_type", device::quant4_type_name(q->type)},
+                      {"blocksize", q->blocksize}, {"double_quant", q->double_quant}};
+  return j;
 }
 
 const float* Module::trainable_param(int i) const {
@@ -73,6 +156,7 @@ const float* Module::param(const TensorInfo& t) const {
   if (!adapters_) return trainable_param(t.index);
   const AdaptedTensor& a = adapters_->of_base[static_cast<size_t>(t.index)];
   if (a.trainable >= 0) return trainable_param(a.trainable);
+  ZT_CHECK(a.quant4 < 0, t.name, " is held 4-bit: read it through Module::weight()");
   return frozen_.as<float>() + a.frozen;
 }
 

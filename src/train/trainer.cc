@@ -104,6 +104,16 @@ Status Run::init() {
     ZT_ASSIGN_OR_RETURN(model::LoraConfig c, checkpoint::read_peft_config(o_.init_adapter));
     lora = std::make_shared<const model::LoraConfig>(std::move(c));
   }
+  std::optional<device::Quant4Options> base_4bit = o_.base_4bit;
+  if (!base_4bit && s_.cfg.lora.load_in_4bit)
+    base_4bit = device::Quant4Options{
+        .type = s_.cfg.lora.bnb_4bit_quant_type == "fp4" ? device::Quant4Type::kFp4
+                                                         : device::Quant4Type::kNf4,
+        .double_quant = s_.cfg.lora.bnb_4bit_use_double_quant};
+  if (base_4bit && !lora)
+    return invalid_argument(
+        "4-bit base weights (--load-in-4bit, lora.load_in_4bit) are QLoRA: they train LoRA "
+        "adapters over the frozen 4-bit base; give --lora-r R (or a \"lora\" section with r > 0)");
   const model::ModuleOptions mo{
       .max_batch = B,
       .max_seq = s_.T,
@@ -113,7 +123,8 @@ Status Run::init() {
       .checkpoint_layers = checkpointing_on(s_.cfg, o_),
       .checkpoint_synchronize = s_.cfg.activation_checkpointing.synchronize_checkpoint_boundary,
       .device = &device,
-      .lora = lora};
+      .lora = lora,
+      .base_4bit = base_4bit};
   // A device too small for the model itself says what would fit.
   ZT_ASSIGN_OR_RETURN(const model::ParamLayout layout, s_.model.family->layout(s_.model.config));
   ZT_ASSIGN_OR_RETURN(const int64_t activations,
@@ -302,7 +313,14 @@ void Run::print_start() {
     out_ << "[zerotrain] LoRA: " << plan->config.describe() << "; " << plan->adapted_linears
          << " Linear modules adapted; trainable " << model_->layout().total_numel()
          << " || frozen " << plan->frozen_params << " (trainable% " << pct << "); frozen store "
-         << format_bytes(model_->frozen_bytes()) << " per rank\n";
+         << format_bytes(model_->frozen_bytes()) << " (" << model_->frozen_bytes()
+         << " bytes) per rank";
+    if (const auto& q = plan->quant4)
+      out_ << "; 4-bit " << device::quant4_type_name(q->type)
+           << (q->double_quant ? " double-quant" : "") << " blocksize " << q->blocksize << ": "
+           << plan->quantized.size() << " Linear weights, " << plan->quantized_params
+           << " parameters";
+    out_ << "\n";
   }
   out_ << format_initial_weights_line(initial_weights_, mem.numel);
   out_ << describe_checkpointing(s_.cfg, o_, s_.info.num_layers);

@@ -27,6 +27,7 @@
 
 #include "comm/communicator.h"
 #include "core/status.h"
+#include "device/quant4.h"
 #include "model/lora_config.h"
 
 namespace zerotrain::train {
@@ -75,6 +76,9 @@ struct TrainOptions {
   // directory to start from (its config is the run's when lora is null).
   std::shared_ptr<const model::LoraConfig> lora;
   std::string init_adapter;
+  // QLoRA (`--load-in-4bit`, the "lora" section's load_in_4bit): the frozen
+  // Linear weights held 4-bit; needs LoRA.
+  std::optional<device::Quant4Options> base_4bit;
   // Activation checkpointing of every block, as HF's --gradient_checkpointing
   // (also on when the ds_config has an activation_checkpointing section).
   bool gradient_checkpointing = false;

@@ -56,7 +56,8 @@ StatusOr<const BFloat16*> LlamaModel::weight_bf16(const TensorInfo& t) {
   // With adapters the views are of the trainable layout: base weights round here.
   const BFloat16* view = adapters() == nullptr ? group_parameters_bf16(t.group) : nullptr;
   if (view != nullptr) return view + (t.offset - layout().groups()[t.group].offset);
-  return rounded(p(t), t.numel, w16_);
+  ZT_ASSIGN_OR_RETURN(const float* w, weight(t));
+  return rounded(w, t.numel, w16_);
 }
 
 Status LlamaModel::linear_fwd(float* out, const float* inp, const TensorInfo& w,
@@ -75,7 +76,10 @@ Status LlamaModel::linear_bwd(float* dinp, const TensorInfo& w, const TensorInfo
 
 Status LlamaModel::gemm_fwd(float* out, const float* inp, const TensorInfo& w, const float* bias,
                             int64_t rows, int64_t C, int64_t OC) {
-  if (!bf16_compute()) return ops().linear_forward(out, inp, p(w), bias, 1, rows, C, OC);
+  if (!bf16_compute()) {
+    ZT_ASSIGN_OR_RETURN(const float* W, weight(w));
+    return ops().linear_forward(out, inp, W, bias, 1, rows, C, OC);
+  }
   ZT_ASSIGN_OR_RETURN(const BFloat16* w16, weight_bf16(w));
   ZT_ASSIGN_OR_RETURN(const BFloat16* x16, rounded(inp, rows * C, x16_));
   return ops().linear_forward_bf16(out, x16, w16, bias, 1, rows, C, OC);
@@ -86,9 +90,10 @@ Status LlamaModel::gemm_bwd(float* dinp, float* dweight, float* dbias, const flo
                             int64_t OC, bool dinp_accumulate) {
   // dweight null: W is frozen (LoRA), only the input gradient.
   if (!bf16_compute()) {
+    ZT_ASSIGN_OR_RETURN(const float* W, weight(w));
     if (dweight == nullptr)
-      return frozen_linear_backward(dinp, dout, p(w), rows, C, OC, dinp_accumulate);
-    return ops().linear_backward(dinp, dweight, dbias, dout, inp, p(w), 1, rows, C, OC,
+      return frozen_linear_backward(dinp, dout, W, rows, C, OC, dinp_accumulate);
+    return ops().linear_backward(dinp, dweight, dbias, dout, inp, W, 1, rows, C, OC,
                                  dinp_accumulate);
   }
   ZT_ASSIGN_OR_RETURN(const BFloat16* w16, weight_bf16(w));

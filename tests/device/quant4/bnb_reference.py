@@ -3,11 +3,15 @@
 backend (bitsandbytes/backends/default/ops.py, functional.py) in PyTorch,
 independently of zerotrain's C++ (device/quant4.cc).
 
-  bnb_reference.py IN.f32 OUT_DIR --type nf4|fp4 --blocksize 64 [--double-quant]
+  bnb_reference.py tensor IN.f32 OUT_DIR --type nf4|fp4 --blocksize 64 [--double-quant]
+  bnb_reference.py model IN_DIR OUT_DIR --type nf4 [--double-quant]
 
-IN.f32 is raw little-endian float32. OUT_DIR gets packed.u8, absmax.f32 (or
-absmax_q.u8, absmax2.f32, offset.f32 with --double-quant), code8.f32 (the
-dynamic map) and dequant.f32 (what bnb's dequantize_4bit returns in float32).
+tensor: IN.f32 is raw little-endian float32. OUT_DIR gets packed.u8,
+absmax.f32 (or absmax_q.u8, absmax2.f32, offset.f32 with --double-quant),
+code8.f32 (the dynamic map) and dequant.f32 (what bnb's dequantize_4bit
+returns in float32). model: an HF Llama-family directory written again with
+every Linear weight but lm_head replaced by its 4-bit round trip (what a
+QLoRA run over IN_DIR computes with).
 Two choices where bitsandbytes' own last bit depends on the machine (see
 quant4.h): the double-quant offset is the float32 nearest the exact mean
 (torch's float32 mean rounds by its summation order), and the dynamic map
@@ -15,7 +19,10 @@ is computed in float64 (numpy.linspace) and rounded once (bitsandbytes'
 float32 torch.linspace rounds by the CPU's SIMD width).
 """
 import argparse
+import json
 import os
+import sys
+from pathlib import Path
 
 import numpy as np
 import torch
@@ -69,45 +76,80 @@ def nearest(scaled, code):
     return torch.argmin(torch.abs(scaled.view(-1, 1) - code), dim=-1).to(torch.uint8)
 
 
-def main():
-    p = argparse.ArgumentParser()
-    p.add_argument("inp")
-    p.add_argument("out")
-    p.add_argument("--type", default="nf4")
-    p.add_argument("--blocksize", type=int, default=64)
-    p.add_argument("--double-quant", action="store_true")
-    a = p.parse_args()
-    x = torch.from_numpy(np.fromfile(a.inp, dtype="<f4").copy())
-    code = code4(a.type)
-    scaled, absmax = blockwise_indices(x, code, a.blocksize)
+def quantize(x, kind, blocksize, double_quant):
+    """bnb's quantize_4bit of float32 x: {name: tensor} of its parts and "dequant", what
+    bnb's dequantize_4bit returns in float32."""
+    code = code4(kind)
+    scaled, absmax = blockwise_indices(x, code, blocksize)
     if scaled.numel() % 2:
         scaled = torch.nn.functional.pad(scaled, (0, 1), value=0.0)
     q = nearest(scaled, code)
     packed = (q[::2] << 4) | q[1::2]
-    os.makedirs(a.out, exist_ok=True)
-    packed.numpy().tofile(os.path.join(a.out, "packed.u8"))
     code8 = create_dynamic_map()
-    code8.numpy().tofile(os.path.join(a.out, "code8.f32"))
-    if a.double_quant:
+    out = {"packed": packed, "code8": code8}
+    if double_quant:
         offset = absmax.double().mean().float()
         scaled2, absmax2 = blockwise_indices(absmax - offset, code8, 256)
         absmax_q = nearest(scaled2, code8)
-        absmax_q.numpy().tofile(os.path.join(a.out, "absmax_q.u8"))
-        absmax2.numpy().tofile(os.path.join(a.out, "absmax2.f32"))
-        offset.reshape(1).numpy().tofile(os.path.join(a.out, "offset.f32"))
+        out.update(absmax_q=absmax_q, absmax2=absmax2, offset=offset.reshape(1))
         # dequantize_blockwise, then + offset (functional.dequantize_4bit)
         scales = (code8[absmax_q.long()].view(-1) *
                   absmax2.repeat_interleave(256)[:absmax_q.numel()]) + offset
     else:
-        absmax.numpy().tofile(os.path.join(a.out, "absmax.f32"))
+        out["absmax"] = absmax
         scales = absmax
     # _dequantize_4bit_impl: code[nibble] * absmax[block] in float32
     nib = torch.empty(packed.numel() * 2, dtype=torch.long)
     nib[::2] = (packed >> 4).long()
     nib[1::2] = (packed & 15).long()
     vals = code[nib][:x.numel()]
-    out = vals * scales.repeat_interleave(a.blocksize)[:x.numel()]
-    out.numpy().astype("<f4").tofile(os.path.join(a.out, "dequant.f32"))
+    out["dequant"] = vals * scales.repeat_interleave(blocksize)[:x.numel()]
+    return out
+
+
+SUFFIX = {"packed": "u8", "absmax_q": "u8"}
+
+
+def cmd_tensor(a):
+    x = torch.from_numpy(np.fromfile(a.inp, dtype="<f4").copy())
+    os.makedirs(a.out, exist_ok=True)
+    for name, t in quantize(x, a.type, a.blocksize, a.double_quant).items():
+        t.numpy().tofile(os.path.join(a.out, f"{name}.{SUFFIX.get(name, 'f32')}"))
+
+
+def cmd_model(a):
+    """An HF Llama-family directory whose Linear weights but lm_head are what a 4-bit load
+    of it computes with (as bitsandbytes' Linear4bit: every nn.Linear but lm_head)."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "model" / "llama"))
+    import llama_reference as ref
+    cfg_dict, _, P = ref.load_model(a.inp, torch.float32)
+    W, n = {}, 0
+    for k, v in P.items():
+        v = v.detach()
+        if k.endswith("_proj.weight") and v.dim() == 2:
+            v = quantize(v.reshape(-1).contiguous(), a.type, a.blocksize,
+                         a.double_quant)["dequant"].reshape(v.shape)
+            n += 1
+        W[k] = v
+    ref.save_model(a.out, cfg_dict, W, "float32", None)
+    print(json.dumps({"out": a.out, "quantized": n}))
+
+
+def main():
+    p = argparse.ArgumentParser()
+    sub = p.add_subparsers(dest="cmd", required=True)
+    t = sub.add_parser("tensor", help="one raw float32 tensor into its 4-bit parts")
+    t.add_argument("inp")
+    t.add_argument("out")
+    m = sub.add_parser("model", help="an HF Llama directory with its Linear weights dequantized")
+    m.add_argument("inp")
+    m.add_argument("out")
+    for q in (t, m):
+        q.add_argument("--type", default="nf4")
+        q.add_argument("--blocksize", type=int, default=64)
+        q.add_argument("--double-quant", action="store_true")
+    a = p.parse_args()
+    cmd_tensor(a) if a.cmd == "tensor" else cmd_model(a)
 
 
 if __name__ == "__main__":

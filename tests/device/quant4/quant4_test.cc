@@ -71,7 +71,7 @@ TEST_P(Quant4Reference, EqualsBitsandbytesBitForBit) {
       .write(reinterpret_cast<const char*>(x.data()), static_cast<std::streamsize>(x.size() * 4));
   std::vector<std::string> argv{"/usr/bin/python3",
                                 std::string(ZT_SOURCE_DIR) + "/tests/device/quant4/bnb_reference.py",
-                                dir.file("in.f32"), dir.file("out"), "--type",
+                                "tensor", dir.file("in.f32"), dir.file("out"), "--type",
                                 quant4_type_name(c.type), "--blocksize",
                                 std::to_string(c.blocksize)};
   if (c.double_quant) argv.push_back("--double-quant");
