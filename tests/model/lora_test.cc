@@ -284,6 +284,46 @@ TEST(LoraGpt2, AdapterGradientsFollowTheMergedModelsFullGradient) {
   ASSERT_NO_FATAL_FAILURE(check_against_merged(f, 2e-5));
 }
 
+// QLoRA's plan: every frozen Linear weight but the lm head is held 4-bit
+// (bitsandbytes' Linear4bit rule); biases, norms, embeddings, the head and
+// modules_to_save copies are not, and the fp32 store shrinks by exactly
+// them. A family whose GEMMs do not decode 4-bit weights (GPT-2) is refused.
+TEST(QloraPlan, FrozenLinearWeightsButTheHeadAreHeld4BitAndGpt2IsRefused) {
+  const auto cfg = nlohmann::json::parse(kLlamaCases[0].config);
+  auto spec = model_spec_from_config(cfg);
+  ASSERT_TRUE(spec.ok()) << spec.status().to_string();
+  auto m = create_module(*spec, {.max_batch = 1, .max_seq = 1});
+  ASSERT_TRUE(m.ok());
+  const ParamLayout& base = (*m)->layout();
+  const LoraConfig lora{.r = 2, .target_modules = {"q_proj"}, .modules_to_save = {"o_proj"}};
+  auto fp32 = plan_adapters(base, lora, "");
+  auto four = plan_adapters(base, lora, "", device::Quant4Options{});
+  ASSERT_TRUE(fp32.ok() && four.ok());
+  int64_t held = 0;
+  for (const TensorInfo& t : base.tensors()) {
+    const AdaptedTensor& a = four->of_base[static_cast<size_t>(t.index)];
+    const bool linear = t.shape.size() == 2 && t.name.ends_with("_proj.weight");
+    const bool saved = t.name.find("o_proj") != std::string::npos;
+    EXPECT_EQ(a.quant4 >= 0, linear && !saved) << t.name;
+    EXPECT_EQ(a.frozen >= 0, !linear && !saved) << t.name;
+    if (a.quant4 >= 0) held += t.numel;
+  }
+  EXPECT_EQ(held, four->quantized_params);
+  EXPECT_EQ(static_cast<int>(four->quantized.size()), 6 * cfg["num_hidden_layers"].get<int>());
+  EXPECT_EQ(four->frozen_params, fp32->frozen_params);
+  EXPECT_EQ(four->frozen_numel, fp32->frozen_numel - held);  // every numel here is 16-aligned
+
+  auto gpt2 = model_spec("gpt2-tiny");
+  ASSERT_TRUE(gpt2.ok());
+  auto refused = create_module(
+      *gpt2, {.max_batch = 1, .max_seq = 1,
+              .lora = std::make_shared<const LoraConfig>(LoraConfig{.r = 2, .all_linear = true}),
+              .base_4bit = device::Quant4Options{}});
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("not gpt2"), std::string::npos)
+      << refused.status().to_string();
+}
+
 TEST(LoraPlan, TargetsFollowPeftRulesAndBadOnesAreRefusedByName) {
   auto spec = model_spec("gpt2-tiny");
   ASSERT_TRUE(spec.ok());

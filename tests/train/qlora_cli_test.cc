@@ -1,0 +1,198 @@
+// QLoRA through the CLI, end to end. The reference for a 4-bit base is
+// bnb_reference.py model: an independent PyTorch implementation of
+// bitsandbytes' quantize/dequantize_4bit writes the HF directory a 4-bit
+// load computes with (every Linear weight but lm_head replaced by its round
+// trip). `train --load-in-4bit` over the original directory must give the
+// loss trajectory of plain LoRA over that dequantized copy (fp32 and bf16,
+// NF4 with double quant and FP4 without, stage 0 and stage 3 on 2 ranks
+// through the config file's lora section), must differ from LoRA over the
+// fp32 base (the 4-bit base is really used), and its frozen store must hold
+// the bytes of bitsandbytes' format exactly. Refusals name the fix.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <regex>
+
+#include "integration/subprocess.h"
+#include "train/test_util.h"
+
+namespace zerotrain::train {
+namespace {
+
+using Json = nlohmann::json;
+using zerotrain::testing::run_process;
+const std::string kSource = ZT_SOURCE_DIR;
+const std::string kRef = kSource + "/tests/model/llama/llama_reference.py";
+const std::string kBnb = kSource + "/tests/device/quant4/bnb_reference.py";
+
+zerotrain::testing::ProcessResult run(const std::vector<std::string>& argv, int seconds = 180) {
+  return run_process(argv, std::chrono::seconds(seconds), {"OMP_NUM_THREADS=1"});
+}
+
+std::string run_ok(const std::vector<std::string>& argv) {
+  auto r = run(argv);
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  return r.out;
+}
+
+std::vector<double> losses(const std::string& metrics) {
+  std::vector<double> v;
+  std::ifstream in(metrics);
+  for (std::string line; std::getline(in, line);) v.push_back(Json::parse(line)["loss"]);
+  return v;
+}
+
+void expect_same_curve(const std::vector<double>& a, const std::vector<double>& b, double rel,
+                       const std::string& what) {
+  ASSERT_EQ(a.size(), b.size()) << what;
+  ASSERT_FALSE(a.empty()) << what;
+  for (size_t i = 0; i < a.size(); ++i)
+    EXPECT_NEAR(a[i], b[i], rel * std::abs(b[i])) << what << " at step " << i;
+}
+
+// "frozen store 0.2 MiB (197944 bytes) per rank" of the run's log.
+int64_t frozen_store_bytes(const std::string& log) {
+  std::smatch m;
+  if (!std::regex_search(log, m, std::regex(R"(frozen store [^(]*\((\d+) bytes\))"))) return -1;
+  return std::stoll(m[1]);
+}
+
+// Bytes bitsandbytes' 4-bit format holds for n elements, blocksize 64: the
+// packed codes, then per block an fp32 absmax or (double quant) a uint8
+// index plus an fp32 scale per 256 blocks. n is a multiple of 1024 here, so
+// the store's 16-byte alignment of each part adds nothing.
+int64_t quant4_bytes(int64_t n, bool double_quant) {
+  const int64_t blocks = n / 64;
+  return n / 2 + (double_quant ? blocks + 4 * ((blocks + 255) / 256) : 4 * blocks);
+}
+
+class QloraCli : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    // hidden 64, intermediate 96, 2 kv heads of 16: every Linear weight has
+    // a multiple of 1024 elements (4096, 2048, 6144).
+    std::ofstream(dir_.file("cfg.json")) << R"({"model_type": "llama", "vocab_size": 256,
+        "hidden_size": 64, "intermediate_size": 96, "num_hidden_layers": 2,
+        "num_attention_heads": 4, "num_key_value_heads": 2, "rms_norm_eps": 1e-5,
+        "rope_theta": 10000.0, "max_position_embeddings": 128, "tie_word_embeddings": false})";
+    run_ok({"/usr/bin/python3", kRef, "make", "--config", dir_.file("cfg.json"), "--out", hf_,
+            "--seed", "3", "--std", "0.05"});
+    run_ok({ZT_BIN, "data", "generate", data_});
+  }
+  // A ds_config; `extra` is spliced into its top level.
+  std::string ds_config(const std::string& name, int stage, int micro, const std::string& extra) {
+    const std::string p = dir_.file(name + ".json");
+    std::ofstream(p) << R"({"train_micro_batch_size_per_gpu": )" << micro
+                     << R"(, "optimizer": {"type": "AdamW", "params": {"lr": 0.01}},
+                           "zero_optimization": {"stage": )" << stage << "}" << extra << "}";
+    return p;
+  }
+  // `train` over `model` with `args`; the log, the losses in `metrics`.
+  std::string train(const std::string& model, const std::string& config,
+                    const std::string& metrics, std::vector<std::string> args) {
+    std::vector<std::string> a{ZT_BIN,       "train",     "--model",   model,
+                               "--deepspeed", config,     "--metrics", dir_.file(metrics),
+                               "--steps",     "5",        "--seq-len", "64",
+                               "--eval-interval", "0",    "--data",    data_};
+    a.insert(a.end(), args.begin(), args.end());
+    return run_ok(a);
+  }
+  std::string dequantized(const std::string& name, const std::vector<std::string>& how) {
+    std::vector<std::string> a{"/usr/bin/python3", kBnb, "model", hf_, dir_.file(name)};
+    a.insert(a.end(), how.begin(), how.end());
+    run_ok(a);
+    return dir_.file(name);
+  }
+
+  testing::TempDir dir_;
+  const std::string hf_ = dir_.file("hf"), data_ = dir_.file("corpus");
+  const std::vector<std::string> lora_{"--lora-r", "4", "--lora-alpha", "8"};
+};
+
+TEST_F(QloraCli, Nf4DoubleQuantTrainsAsLoraOverTheDequantizedBaseAndStoresItsFormulaBytes) {
+  const std::string deq = dequantized("deq", {"--type", "nf4", "--double-quant"});
+  const std::string z0 = ds_config("z0", 0, 8, "");
+  std::vector<std::string> q = lora_;
+  q.push_back("--load-in-4bit");  // LLaMA-Factory's defaults: nf4, double quant
+  const std::string log4 = train(hf_, z0, "q.jsonl", q);
+  const std::string logd = train(deq, z0, "d.jsonl", lora_);
+  train(hf_, z0, "f.jsonl", lora_);
+  const auto q4 = losses(dir_.file("q.jsonl")), d = losses(dir_.file("d.jsonl")),
+             f = losses(dir_.file("f.jsonl"));
+  expect_same_curve(q4, d, 1e-5, "QLoRA vs LoRA over the dequantized base");
+  ASSERT_EQ(q4.size(), f.size());
+  EXPECT_GT(std::abs(q4[0] - f[0]), 1e-4) << "the 4-bit base changes the loss";
+  EXPECT_NE(log4.find("4-bit nf4 double-quant blocksize 64: 14 Linear weights, 61440 parameters"),
+            std::string::npos)
+      << log4;
+
+  // Bytes: LoRA's fp32 store less the Linear weights' fp32, plus their
+  // 4-bit form and the code tables (16 + 256 floats).
+  const int64_t fp32 = frozen_store_bytes(logd), four = frozen_store_bytes(log4);
+  ASSERT_GT(fp32, 0) << logd;
+  int64_t expect = fp32 + 4 * (16 + 256);
+  for (int64_t n : {4096, 2048, 2048, 4096, 6144, 6144, 6144})  // q k v o gate up down
+    expect += 2 * (quant4_bytes(n, true) - 4 * n);             // 2 layers
+  EXPECT_EQ(four, expect);
+  const double bits = 8.0 * static_cast<double>(quant4_bytes(1 << 20, true)) / (1 << 20);
+  EXPECT_NEAR(bits, 4.0 + 8.0 / 64 + 32.0 / (64 * 256), 1e-12);
+  std::cout << "frozen store: fp32 " << fp32 << " bytes, 4-bit " << four << " bytes\n";
+
+  // bf16 compute: the decoded weights round to bf16 as the fp32 ones do.
+  const std::string b0 = ds_config("b0", 0, 8, R"(, "bf16": {"enabled": true})");
+  train(hf_, b0, "qb.jsonl", q);
+  train(deq, b0, "db.jsonl", lora_);
+  const auto qb = losses(dir_.file("qb.jsonl"));
+  expect_same_curve(qb, losses(dir_.file("db.jsonl")), 1e-5, "bf16 QLoRA vs bf16 LoRA");
+  expect_same_curve(qb, q4, 2e-2, "bf16 QLoRA vs fp32 QLoRA");
+}
+
+TEST_F(QloraCli, Fp4AndStage3FromTheConfigFileFollowTheirReferences) {
+  // FP4 without double quant, spelled as LLaMA-Factory does.
+  const std::string deq = dequantized("deq_fp4", {"--type", "fp4"});
+  const std::string z0 = ds_config("z0", 0, 8, "");
+  std::vector<std::string> q = lora_;
+  for (const char* s : {"--quantization_bit", "4", "--quantization_type", "fp4",
+                        "--double_quantization", "false"})
+    q.emplace_back(s);
+  const std::string log = train(hf_, z0, "q.jsonl", q);
+  EXPECT_NE(log.find("4-bit fp4 blocksize 64"), std::string::npos) << log;
+  train(deq, z0, "d.jsonl", lora_);
+  const auto q4 = losses(dir_.file("q.jsonl"));
+  expect_same_curve(q4, losses(dir_.file("d.jsonl")), 1e-5, "FP4 QLoRA vs LoRA over its base");
+
+  // Stage 3 on 2 ranks, QLoRA from the ds_config's lora section: the same
+  // global batch, the same trajectory.
+  const std::string z3 = ds_config("z3", 3, 4, R"(, "lora": {"r": 4, "lora_alpha": 8,
+      "load_in_4bit": true, "bnb_4bit_quant_type": "fp4", "bnb_4bit_use_double_quant": false})");
+  run_ok({ZT_BIN, "run", "--num_gpus", "2", "--", ZT_BIN, "train", "--model", hf_,
+          "--deepspeed", z3, "--metrics", dir_.file("s3.jsonl"), "--steps", "5", "--seq-len",
+          "64", "--eval-interval", "0", "--data", data_});
+  expect_same_curve(losses(dir_.file("s3.jsonl")), q4, 1e-5, "stage 3 x2 vs stage 0");
+}
+
+TEST_F(QloraCli, RefusalsNameTheFix) {
+  const std::string z0 = ds_config("z0", 0, 8, "");
+  auto r = run({ZT_BIN, "train", "--model", hf_, "--deepspeed", z0, "--load-in-4bit", "--steps",
+                "1", "--seq-len", "64", "--data", data_});
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.err.find("give --lora-r"), std::string::npos) << r.err;
+  r = run({ZT_BIN, "train", "--model", hf_, "--deepspeed", z0, "--lora-r", "4",
+           "--quantization-bit", "8", "--steps", "1", "--seq-len", "64", "--data", data_});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("only 4"), std::string::npos) << r.err;
+  r = run({ZT_BIN, "train", "--model", hf_, "--deepspeed", z0, "--lora-r", "4",
+           "--bnb-4bit-quant-type", "int4", "--steps", "1", "--seq-len", "64", "--data", data_});
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.err.find("int4"), std::string::npos) << r.err;
+  const std::string typo = ds_config("typo", 0, 8, R"(, "lora": {"r": 4, "load_in_4bits": true})");
+  r = run({ZT_BIN, "train", "--model", hf_, "--deepspeed", typo, "--steps", "1", "--seq-len",
+           "64", "--data", data_});
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE((r.out + r.err).find("load_in_4bit"), std::string::npos) << r.out << r.err;
+}
+
+}  // namespace
+}  // namespace zerotrain::train
