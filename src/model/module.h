@@ -133,8 +133,10 @@ struct ModuleOptions {
   device::Device* device = nullptr;
   // LoRA (see "Adapters" below); null: every parameter trains.
   std::shared_ptr<const LoraConfig> lora{};
-  // QLoRA: the frozen Linear weights held 4-bit (needs lora).
+  // QLoRA: the frozen Linear weights held 4-bit (needs lora), decoded at
+  // most dequant_tile elements (whole rows) at a time; 0: kDequantTile.
   std::optional<device::Quant4Options> base_4bit{};
+  int64_t dequant_tile = 0;
 };
 
 // What the flops profiler reports of one stage: its module as Hugging Face
@@ -205,6 +207,9 @@ class Module {
   nlohmann::json adapter_json() const;
   // Bytes of the frozen store, the 4-bit weights included (0 without adapters).
   int64_t frozen_bytes() const;
+  // Rows of base Linear weight t one GEMM tile decodes (see weight_rows):
+  // all of them unless it is held 4-bit.
+  int64_t weight_tile_rows(const TensorInfo& t) const;
   // What the family prefixes its layout names with in its HF model
   // ("transformer." for GPT-2): PEFT's module names.
   std::string hf_module_prefix() const { return family_hf_prefix(family()); }
@@ -354,9 +359,17 @@ class Module {
   // (a norm's weight gradient).
   // A 4-bit tensor has no fp32 values to point at: read it with weight().
   const float* param(const TensorInfo& t) const;
-  // A Linear weight's fp32 values for one GEMM: param(t), or a 4-bit one
-  // decoded into the dequantize scratch (valid until the next weight()).
-  StatusOr<const float*> weight(const TensorInfo& t) const;
+  // A Linear weight's fp32 values for one GEMM: param(t); a 4-bit one is
+  // decoded a tile of whole rows at a time: rows [r0, r1) of it into the
+  // dequantize scratch (valid until the next call), r1 - r0 at most
+  // weight_tile_rows(t), which is every row for a weight held in fp32.
+  bool held_4bit(const TensorInfo& t) const {
+    return adapters_ && adapters_->of_base[static_cast<size_t>(t.index)].quant4 >= 0;
+  }
+  StatusOr<const float*> weight_rows(const TensorInfo& t, int64_t r0, int64_t r1) const;
+  // Elements a 4-bit tile holds at most by default (4 MiB of fp32): the
+  // scratch is a tile, not a whole weight (a 7B MLP weight is 180 MiB fp32).
+  static constexpr int64_t kDequantTile = int64_t{1} << 20;
   float* grad(const TensorInfo& t) const;
   float* grad_or_sink(const TensorInfo& t) const;
   // Frozen: no gradient at all (independent of what is bound now).

@@ -52,9 +52,11 @@ Status Module::allocate_quantized() {
                       device_->allocate(codes.size() * sizeof(float), MemoryCategory::kParameters,
                                         "4-bit code tables"));
   ZT_RETURN_IF_ERROR(device_->copy(quant_codes_.data(), codes.data(), codes.size() * sizeof(float)));
-  int64_t widest = 1;
-  for (int i : adapters_->quantized)
-    widest = std::max(widest, base_layout_.tensors()[static_cast<size_t>(i)].numel);
+  int64_t widest = 1;  // the largest tile
+  for (int i : adapters_->quantized) {
+    const TensorInfo& t = base_layout_.tensors()[static_cast<size_t>(i)];
+    widest = std::max(widest, weight_tile_rows(t) * t.shape[1]);
+  }
   ZT_ASSIGN_OR_RETURN(dequant_scratch_,
                       device_->allocate(static_cast<size_t>(widest) * sizeof(float),
                                         MemoryCategory::kActivations, "4-bit dequantize scratch"));
@@ -122,13 +124,21 @@ int64_t Module::frozen_bytes() const {
   return n;
 }
 
-StatusOr<const float*> Module::weight(const TensorInfo& t) const {
-  const int k = adapters_ ? adapters_->of_base[static_cast<size_t>(t.index)].quant4 : -1;
-  if (k < 0) return param(t);
-  ZT_CHECK(quant_views_[static_cast<size_t>(k)].packed != nullptr, t.name,
-           " is read before load_frozen() stored it");
+int64_t Module::weight_tile_rows(const TensorInfo& t) const {
+  if (!held_4bit(t)) return t.shape[0];
+  const int64_t tile = options_.dequant_tile > 0 ? options_.dequant_tile : kDequantTile;
+  return std::clamp<int64_t>(tile / t.shape[1], 1, t.shape[0]);
+}
+
+StatusOr<const float*> Module::weight_rows(const TensorInfo& t, int64_t r0, int64_t r1) const {
+  ZT_CHECK(0 <= r0 && r0 < r1 && r1 <= t.shape[0] && r1 - r0 <= weight_tile_rows(t),
+           "weight_rows [", r0, ", ", r1, ") of ", t.name, " is not one tile");
+  if (!held_4bit(t)) return param(t) + r0 * t.shape[1];
+  const auto k = static_cast<size_t>(adapters_->of_base[static_cast<size_t>(t.index)].quant4);
+  ZT_CHECK(quant_views_[k].packed != nullptr, t.name, " is read before load_frozen() stored it");
   float* out = dequant_scratch_.as<float>();
-  ZT_RETURN_IF_ERROR(ops().dequantize_4bit(quant_views_[static_cast<size_t>(k)], 0, t.numel, out));
+  ZT_RETURN_IF_ERROR(
+      ops().dequantize_4bit(quant_views_[k], r0 * t.shape[1], r1 * t.shape[1], out));
   return static_cast<const float*>(out);
 }
 
@@ -156,7 +166,7 @@ const float* Module::param(const TensorInfo& t) const {
   if (!adapters_) return trainable_param(t.index);
   const AdaptedTensor& a = adapters_->of_base[static_cast<size_t>(t.index)];
   if (a.trainable >= 0) return trainable_param(a.trainable);
-  ZT_CHECK(a.quant4 < 0, t.name, " is held 4-bit: read it through Module::weight()");
+  ZT_CHECK(a.quant4 < 0, t.name, " is held 4-bit: read it through Module::weight_rows()");
   return frozen_.as<float>() + a.frozen;
 }
 

@@ -324,6 +324,70 @@ TEST(QloraPlan, FrozenLinearWeightsButTheHeadAreHeld4BitAndGpt2IsRefused) {
       << refused.status().to_string();
 }
 
+// A QLoRA module equals a LoRA module over the host-dequantized base
+// (quantize_4bit, then the reference decoder, itself bit-equal to
+// bnb_reference.py): loss and adapter gradients, fp32 and bf16, with the
+// default tile (one per weight here) and with tiles of 3 rows or fewer
+// (the forward writes column blocks, the backward sums over row tiles).
+TEST(QloraModule, EqualsLoraOverTheDequantizedBaseForAnyTile) {
+  const auto cfg = nlohmann::json::parse(kLlamaCases[0].config);
+  auto spec = model_spec_from_config(cfg);
+  ASSERT_TRUE(spec.ok());
+  auto plain = create_module(*spec, {.max_batch = 1, .max_seq = 1});
+  ASSERT_TRUE(plain.ok());
+  std::vector<float> base(static_cast<size_t>((*plain)->layout().total_numel()));
+  (*plain)->init_base_range(9, 0, static_cast<int64_t>(base.size()), base.data());
+  const auto lora = std::make_shared<const LoraConfig>(LoraConfig{.r = 4, .all_linear = true});
+  const device::Quant4Options q4{.type = device::Quant4Type::kNf4, .double_quant = true};
+  auto probe = plan_adapters((*plain)->layout(), *lora, "", q4);
+  ASSERT_TRUE(probe.ok());
+  std::vector<float> dequantized = base;
+  for (int i : probe->quantized) {
+    const TensorInfo& t = (*plain)->layout().tensors()[static_cast<size_t>(i)];
+    const device::Quant4Host q = device::quantize_4bit(base.data() + t.offset, t.numel, q4);
+    device::dequantize_4bit_reference(q.view(), 0, t.numel, dequantized.data() + t.offset);
+  }
+  std::mt19937 g(11);
+  std::vector<int32_t> tokens(B * T), targets(B * T);
+  for (auto& t : tokens) t = static_cast<int32_t>(g() % 61);
+  for (auto& t : targets) t = static_cast<int32_t>(g() % 61);
+  for (const bool bf16 : {false, true}) {
+    std::vector<float> want_grads;
+    float want = 0;
+    for (const int64_t tile : {int64_t{-1}, int64_t{0}, int64_t{100}}) {  // -1: LoRA, fp32 base
+      ModuleOptions o{.max_batch = B, .max_seq = T, .bf16_compute = bf16, .lora = lora};
+      if (tile >= 0) o.base_4bit = q4, o.dequant_tile = tile;
+      auto m = create_module(*spec, o);
+      ASSERT_TRUE(m.ok()) << m.status().to_string();
+      ASSERT_TRUE((*m)->load_frozen(host_reader(tile < 0 ? dequantized : base)).ok());
+      const TensorInfo& q_proj = (*m)->base_layout().tensors()[static_cast<size_t>(probe->quantized[0])];
+      if (tile == 100) EXPECT_EQ((*m)->weight_tile_rows(q_proj), 3);  // 100 / 32 columns
+      std::vector<float> trainable(static_cast<size_t>((*m)->layout().total_numel()));
+      (*m)->init_range(5, 0, static_cast<int64_t>(trainable.size()), trainable.data());
+      std::normal_distribution<float> n(0.0f, 0.2f);
+      std::mt19937 gb(3);
+      for (const TensorInfo& t : (*m)->layout().tensors())
+        if (t.kind == ParamKind::kLoraB)
+          for (int64_t i = 0; i < t.numel; ++i) trainable[static_cast<size_t>(t.offset + i)] = n(gb);
+      ASSERT_TRUE((*m)->load_parameters(host_reader(trainable)).ok());
+      (*m)->zero_gradients();
+      StatusOr<float> loss = (*m)->forward(tokens.data(), targets.data(), B, T);
+      ASSERT_TRUE(loss.ok()) << loss.status().to_string();
+      ASSERT_TRUE((*m)->backward().ok());
+      const float* gr = (*m)->gradients();
+      if (tile < 0) {
+        want = *loss;
+        want_grads.assign(gr, gr + trainable.size());
+        continue;
+      }
+      const std::string what = std::string(bf16 ? "bf16" : "fp32") + " tile " + std::to_string(tile);
+      EXPECT_NEAR(*loss, want, 1e-6 * want) << what;
+      std::vector<double> w(want_grads.begin(), want_grads.end());
+      expect_close(gr, w, bf16 ? 1e-5 : 1e-6, what + " adapter gradients");
+    }
+  }
+}
+
 TEST(LoraPlan, TargetsFollowPeftRulesAndBadOnesAreRefusedByName) {
   auto spec = model_spec("gpt2-tiny");
   ASSERT_TRUE(spec.ok());

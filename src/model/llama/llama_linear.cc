@@ -3,6 +3,9 @@
 // weight scratch) and inputs rounded to bf16, products accumulated in fp32,
 // outputs and every gradient kept in fp32. The attention, norms and SwiGLU
 // stay fp32.
+#include <algorithm>
+
+#include "device/matmul_desc.h"
 #include "device/ops.h"
 #include "model/llama/llama_model.h"
 
@@ -56,8 +59,7 @@ StatusOr<const BFloat16*> LlamaModel::weight_bf16(const TensorInfo& t) {
   // With adapters the views are of the trainable layout: base weights round here.
   const BFloat16* view = adapters() == nullptr ? group_parameters_bf16(t.group) : nullptr;
   if (view != nullptr) return view + (t.offset - layout().groups()[t.group].offset);
-  ZT_ASSIGN_OR_RETURN(const float* w, weight(t));
-  return rounded(w, t.numel, w16_);
+  return rounded(p(t), t.numel, w16_);
 }
 
 Status LlamaModel::linear_fwd(float* out, const float* inp, const TensorInfo& w,
@@ -76,10 +78,8 @@ Status LlamaModel::linear_bwd(float* dinp, const TensorInfo& w, const TensorInfo
 
 Status LlamaModel::gemm_fwd(float* out, const float* inp, const TensorInfo& w, const float* bias,
                             int64_t rows, int64_t C, int64_t OC) {
-  if (!bf16_compute()) {
-    ZT_ASSIGN_OR_RETURN(const float* W, weight(w));
-    return ops().linear_forward(out, inp, W, bias, 1, rows, C, OC);
-  }
+  if (held_4bit(w)) return gemm_fwd_4bit(out, inp, w, bias, rows, C, OC);
+  if (!bf16_compute()) return ops().linear_forward(out, inp, p(w), bias, 1, rows, C, OC);
   ZT_ASSIGN_OR_RETURN(const BFloat16* w16, weight_bf16(w));
   ZT_ASSIGN_OR_RETURN(const BFloat16* x16, rounded(inp, rows * C, x16_));
   return ops().linear_forward_bf16(out, x16, w16, bias, 1, rows, C, OC);
@@ -89,11 +89,14 @@ Status LlamaModel::gemm_bwd(float* dinp, float* dweight, float* dbias, const flo
                             const float* inp, const TensorInfo& w, int64_t rows, int64_t C,
                             int64_t OC, bool dinp_accumulate) {
   // dweight null: W is frozen (LoRA), only the input gradient.
+  if (held_4bit(w)) {
+    ZT_CHECK(dweight == nullptr && dbias == nullptr, w.name, " is held 4-bit and frozen");
+    return gemm_bwd_4bit(dinp, dout, w, rows, C, OC, dinp_accumulate);
+  }
   if (!bf16_compute()) {
-    ZT_ASSIGN_OR_RETURN(const float* W, weight(w));
     if (dweight == nullptr)
-      return frozen_linear_backward(dinp, dout, W, rows, C, OC, dinp_accumulate);
-    return ops().linear_backward(dinp, dweight, dbias, dout, inp, W, 1, rows, C, OC,
+      return frozen_linear_backward(dinp, dout, p(w), rows, C, OC, dinp_accumulate);
+    return ops().linear_backward(dinp, dweight, dbias, dout, inp, p(w), 1, rows, C, OC,
                                  dinp_accumulate);
   }
   ZT_ASSIGN_OR_RETURN(const BFloat16* w16, weight_bf16(w));
@@ -103,6 +106,53 @@ Status LlamaModel::gemm_bwd(float* dinp, float* dweight, float* dbias, const flo
   ZT_ASSIGN_OR_RETURN(const BFloat16* x16, rounded(inp, rows * C, x16_));
   return ops().linear_backward_bf16(dinp, dweight, dbias, d16, x16, w16, 1, rows, C, OC,
                                     dinp_accumulate);
+}
+
+// QLoRA: W decoded a tile of whole rows (output features) at a time, so
+// the scratch holds a tile, not the weight. Forward: out[:, tile] =
+// inp · W[tile]ᵀ + bias[tile] (each output still reduces over all of C).
+Status LlamaModel::gemm_fwd_4bit(float* out, const float* inp, const TensorInfo& w,
+                                 const float* bias, int64_t rows, int64_t C, int64_t OC) {
+  const BFloat16* x16 = nullptr;
+  if (bf16_compute()) {
+    ZT_ASSIGN_OR_RETURN(x16, rounded(inp, rows * C, x16_));
+  }
+  for (int64_t o0 = 0, tile = weight_tile_rows(w); o0 < OC; o0 += tile) {
+    const int64_t n = std::min(tile, OC - o0);
+    ZT_ASSIGN_OR_RETURN(const float* W, weight_rows(w, o0, o0 + n));
+    const device::MatmulDesc d{.m = rows, .n = n, .k = C, .trans_b = true, .ldc = OC};
+    const float* b = bias != nullptr ? bias + o0 : nullptr;
+    if (x16 == nullptr) {
+      ZT_RETURN_IF_ERROR(ops().matmul(d, inp, W, b, out + o0));
+      continue;
+    }
+    ZT_ASSIGN_OR_RETURN(const BFloat16* w16, rounded(W, n * C, w16_));
+    ZT_RETURN_IF_ERROR(ops().matmul_bf16(d, x16, w16, b, out + o0));
+  }
+  return ok_status();
+}
+
+// Backward, the input gradient only: dinp (+)= Σ_tiles dout[:, tile] · W[tile].
+Status LlamaModel::gemm_bwd_4bit(float* dinp, const float* dout, const TensorInfo& w,
+                                 int64_t rows, int64_t C, int64_t OC, bool accumulate) {
+  if (dinp == nullptr) return ok_status();
+  const BFloat16* d16 = nullptr;
+  if (bf16_compute()) {
+    ZT_ASSIGN_OR_RETURN(d16, rounded(dout, rows * OC, d16_));
+  }
+  for (int64_t o0 = 0, tile = weight_tile_rows(w); o0 < OC; o0 += tile) {
+    const int64_t n = std::min(tile, OC - o0);
+    ZT_ASSIGN_OR_RETURN(const float* W, weight_rows(w, o0, o0 + n));
+    const device::MatmulDesc d{
+        .m = rows, .n = C, .k = n, .beta = accumulate || o0 > 0 ? 1.0f : 0.0f, .lda = OC};
+    if (d16 == nullptr) {
+      ZT_RETURN_IF_ERROR(ops().matmul(d, dout + o0, W, nullptr, dinp));
+      continue;
+    }
+    ZT_ASSIGN_OR_RETURN(const BFloat16* w16, rounded(W, n * C, w16_));
+    ZT_RETURN_IF_ERROR(ops().matmul_bf16(d, d16 + o0, w16, nullptr, dinp));
+  }
+  return ok_status();
 }
 
 }  // namespace zerotrain::model::llama

@@ -116,6 +116,11 @@ class LlamaModel : public Module {
   // view, or rounded into the weight scratch).
   StatusOr<const BFloat16*> rounded(const float* x, int64_t n, const device::Buffer& scratch);
   StatusOr<const BFloat16*> weight_bf16(const TensorInfo& t);
+  // QLoRA's GEMMs over a weight held 4-bit (decoded tile by tile).
+  Status gemm_fwd_4bit(float* out, const float* inp, const TensorInfo& w, const float* bias,
+                       int64_t rows, int64_t C, int64_t OC);
+  Status gemm_bwd_4bit(float* dinp, const float* dout, const TensorInfo& w, int64_t rows,
+                       int64_t C, int64_t OC, bool accumulate);
   // The lm head's weight: lm_head.weight, or embed_tokens.weight when tied.
   const TensorInfo& head_weight() const;
   const TensorInfo& block(int64_t l, int slot) const;
