@@ -9,7 +9,7 @@ JOBS ?= $(shell nproc)
 # UNITY=OFF for a developer tree where one edited file should rebuild alone.
 UNITY ?= ON
 
-.PHONY: all deps configure build run test bench bench-zero bench-peer bench-llama bench-tokenizer clean
+.PHONY: all deps configure build run test bench bench-zero bench-peer bench-llama bench-lora bench-tokenizer clean
 
 all: build
 
@@ -51,6 +51,13 @@ bench-peer: build
 # (~3 min); writes its section of bench/RESULTS.md.
 bench-llama: build
 	@bench/llama_compare --build $(BUILD)
+
+# Full fine-tuning vs LoRA vs QLoRA (issue #33): smollm-135m all three,
+# tinyllama-1.1b LoRA and QLoRA (its full fine-tuning needs 17 GiB of
+# states); tokens/s, peak RSS, model-state bytes (~2 min).
+bench-lora: build
+	@bench/lora_compare --build $(BUILD) --model smollm-135m --model tinyllama-1.1b \
+	    --no-full tinyllama-1.1b --steps 5
 
 # zerotrain's tokenizer against npm's reference encoders, MB/s.
 bench-tokenizer: build
