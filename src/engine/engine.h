@@ -92,7 +92,9 @@ struct MemoryReport {
   // device's capacity (0: unlimited), as the Device counts them.
   device::MemoryUsage device_usage;
   int64_t device_capacity = 0;
-  int64_t device_total() const { return model_states.total() + activation_bytes; }
+  // LoRA: the frozen base on the device (fp32 and 4-bit; whole on every rank).
+  int64_t frozen_bytes = 0;
+  int64_t device_total() const { return model_states.total() + frozen_bytes + activation_bytes; }
   int64_t host_total() const { return host_model_states.total(); }
   int64_t total() const { return device_total() + host_total(); }
 };

@@ -14,9 +14,11 @@ using Categories = std::vector<std::pair<const char*, int64_t>>;
 
 Categories device_categories(const engine::MemoryReport& m) {
   const zero::ModelStateBytes& d = m.model_states;
-  return {{"params", d.parameters},       {"grads", d.gradients},
-          {"master", d.master_weights},   {"optimizer", d.optimizer_states},
-          {"buffers", d.buffers},         {"activations", m.activation_bytes}};
+  Categories c{{"params", d.parameters},       {"grads", d.gradients},
+               {"master", d.master_weights},   {"optimizer", d.optimizer_states},
+               {"buffers", d.buffers},         {"activations", m.activation_bytes}};
+  if (m.frozen_bytes > 0) c.insert(c.begin() + 1, {"frozen", m.frozen_bytes});  // LoRA
+  return c;
 }
 
 std::string long_list(const Categories& cats) {

@@ -136,6 +136,13 @@ TEST_F(QloraCli, Nf4DoubleQuantTrainsAsLoraOverTheDequantizedBaseAndStoresItsFor
   for (int64_t n : {4096, 2048, 2048, 4096, 6144, 6144, 6144})  // q k v o gate up down
     expect += 2 * (quant4_bytes(n, true) - 4 * n);             // 2 layers
   EXPECT_EQ(four, expect);
+  // The engine's memory report counts the same store on the device.
+  std::smatch store, report;
+  ASSERT_TRUE(std::regex_search(log4, store, std::regex(R"(frozen store ([\d.]+ [KMG]?i?B) \()")));
+  ASSERT_TRUE(std::regex_search(log4, report,
+                                std::regex(R"(memory per rank: device [^(]*\(params [^,]*, frozen ([^,]*),)")))
+      << log4;
+  EXPECT_EQ(store[1], report[1]);
   const double bits = 8.0 * static_cast<double>(quant4_bytes(1 << 20, true)) / (1 << 20);
   EXPECT_NEAR(bits, 4.0 + 8.0 / 64 + 32.0 / (64 * 256), 1e-12);
   std::cout << "frozen store: fp32 " << fp32 << " bytes, 4-bit " << four << " bytes\n";
