@@ -9,7 +9,9 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
+#include "cli/quant4_flags.h"
 #include "checkpoint/peft_adapter.h"
+#include "checkpoint/quantized_base.h"
 #include "core/file_read.h"
 #include "train/data/dataset.h"
 #include "train/evaluate.h"
@@ -19,6 +21,8 @@ namespace zerotrain::cli {
 namespace {
 
 struct EvalFlags {
+  Quant4Flags quant4;  // evaluate a QLoRA adapter on the 4-bit base it trained over
+  const CLI::App* cmd = nullptr;
   std::string model, data, split = "val", tokenizer, adapter;
   int64_t seq_len = 0, batch = 4;
   uint64_t max_windows = 0;
@@ -33,6 +37,10 @@ int eval_fail(const Status& s) {
 int run_eval(const EvalFlags& f) {
   auto m0 = checkpoint::open_model_source(f.model);
   if (!m0.ok()) return eval_fail(m0.status());
+  auto q = quant4_options(f.cmd, f.quant4);
+  if (!q.ok()) return eval_fail(q.status());
+  if (q->has_value())
+    if (Status s = checkpoint::round_base_to_4bit(*m0, **q); !s.ok()) return eval_fail(s);
   if (!f.adapter.empty())
     if (Status s = checkpoint::apply_peft_adapter(*m0, f.adapter); !s.ok()) return eval_fail(s);
   auto info = m0->spec.family->info(m0->spec.config);
@@ -111,6 +119,8 @@ Runner add_eval_command(CLI::App& app) {
   cmd->add_option("--batch", f->batch, "windows a forward")->capture_default_str();
   cmd->add_option("--max-windows", f->max_windows, "evaluate only the first N windows");
   cmd->add_flag("--json", f->json, "print the result as JSON");
+  add_quant4_flags(cmd, f->quant4);
+  f->cmd = cmd;
   return [f]() { return run_eval(*f); };
 }
 

@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "cli/commands.h"
+#include "cli/quant4_flags.h"
 #include "model/decoder.h"
 #include "train/evaluate.h"
 #include "train/generation.h"
@@ -18,6 +19,8 @@ namespace zerotrain::cli {
 namespace {
 
 struct GenerateFlags {
+  Quant4Flags quant4;  // evaluate a QLoRA adapter on the 4-bit base it trained over
+  const CLI::App* cmd = nullptr;
   std::string model, tokenizer, prompt, prompt_ids, adapter;
   int64_t max_new_tokens = 64, max_seq = 0;
   double temperature = 1.0, top_p = 1.0;
@@ -50,7 +53,9 @@ int run_generate(const GenerateFlags& f) {
   if (f.prompt.empty() == f.prompt_ids.empty()) {
     return generate_fail(invalid_argument("give exactly one of --prompt and --prompt-ids"));
   }
-  auto m = train::load_inference_model(f.model, 1, 1, f.adapter);
+  auto q = quant4_options(f.cmd, f.quant4);
+  if (!q.ok()) return generate_fail(q.status());
+  auto m = train::load_inference_model(f.model, 1, 1, f.adapter, *q);
   if (!m.ok()) return generate_fail(m.status());
   auto info = m->spec.family->info(m->spec.config);
   if (!info.ok()) return generate_fail(info.status());
@@ -153,6 +158,8 @@ Runner add_generate_command(CLI::App& app) {
   cmd->add_flag("--ignore-eos", f->ignore_eos, "do not stop at the end-of-sequence token");
   cmd->add_flag("--no-special", f->no_special, "no special tokens (e.g. <s>) before the prompt");
   cmd->add_flag("--json", f->json, "print {prompt, tokens, text, timings} as JSON");
+  add_quant4_flags(cmd, f->quant4);
+  f->cmd = cmd;
   return [f]() { return run_generate(*f); };
 }
 

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "cli/commands.h"
+#include "cli/quant4_flags.h"
 #include "comm/factory.h"
 #include "comm/job_env.h"
 #include "core/env.h"
@@ -37,11 +38,7 @@ struct TrainFlags {
   double lora_alpha = 0, lora_dropout = 0;
   std::string lora_target = "all-linear", lora_modules_to_save;
   bool use_rslora = false;
-  // QLoRA: --load-in-4bit (HF) or --quantization-bit 4 (LLaMA-Factory).
-  bool load_in_4bit = false;
-  int quantization_bit = 0;
-  std::string quant_type = "nf4";
-  bool double_quant = true;
+  Quant4Flags quant4;  // QLoRA
 };
 
 std::vector<std::string> split_commas(const std::string& s) {
@@ -87,17 +84,12 @@ int run_train(const CLI::App* cmd, TrainFlags& f) {
   o.bf16 = given(cmd, "--bf16", f.bf16);
   o.fp16 = given(cmd, "--fp16", f.fp16);
   if (f.lora_r > 0) o.lora = std::make_shared<const model::LoraConfig>(lora_config(f));
-  if (f.quantization_bit != 0 && f.quantization_bit != 4) {
-    std::cerr << "zerotrain train: --quantization-bit " << f.quantization_bit
-              << ": only 4 (QLoRA's NF4/FP4) is implemented; 8-bit LLM.int8 is not\n";
+  if (auto q = quant4_options(cmd, f.quant4); q.ok()) {
+    o.base_4bit = *q;
+  } else {
+    std::cerr << "zerotrain train: " << q.status().message() << "\n";
     return 2;
   }
-  // Naming a 4-bit option is asking for the 4-bit base (as LLaMA-Factory's).
-  if (f.load_in_4bit || f.quantization_bit == 4 || cmd->count("--bnb-4bit-quant-type") > 0 ||
-      cmd->count("--bnb-4bit-use-double-quant") > 0)
-    o.base_4bit = device::Quant4Options{
-        .type = f.quant_type == "fp4" ? device::Quant4Type::kFp4 : device::Quant4Type::kNf4,
-        .double_quant = f.double_quant};
 
   StatusOr<comm::JobEnv> job = comm::job_from_env(comm::process_env(), f.rdzv_file);
   if (!job.ok()) {
@@ -244,20 +236,7 @@ Runner add_train_command(CLI::App& app) {
   cmd->add_flag("--use-rslora,--use_rslora", f->use_rslora, "rank-stabilised scale alpha/sqrt(r)");
   cmd->add_option("--lora-modules-to-save,--additional_target", f->lora_modules_to_save,
                   "modules trained fully next to the adapters (e.g. lm_head,embed_tokens)");
-  cmd->add_flag("--load-in-4bit,--load_in_4bit", f->load_in_4bit,
-                "QLoRA: hold the frozen Linear weights but lm_head 4-bit (bitsandbytes' format, "
-                "blocksize 64), decoded for each GEMM; needs --lora-r");
-  cmd->add_option("--quantization-bit,--quantization_bit", f->quantization_bit,
-                  "LLaMA-Factory's spelling of --load-in-4bit (only 4)");
-  cmd->add_option("--bnb-4bit-quant-type,--bnb_4bit_quant_type,--quantization-type,"
-                  "--quantization_type",
-                  f->quant_type, "the 4-bit code")
-      ->check(CLI::IsMember({"nf4", "fp4"}))
-      ->capture_default_str();
-  cmd->add_option("--bnb-4bit-use-double-quant,--bnb_4bit_use_double_quant,"
-                  "--double-quantization,--double_quantization",
-                  f->double_quant, "store the per-block scales 8-bit too (true/false)")
-      ->capture_default_str();
+  add_quant4_flags(cmd, f->quant4);
   cmd->add_option("--init-adapter", f->o.init_adapter,
                   "start from a PEFT LoRA adapter directory (its adapter_config.json is the "
                   "run's LoRA config unless --lora-r is given)");

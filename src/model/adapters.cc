@@ -21,6 +21,10 @@ std::string join(const std::set<std::string>& v) {
 
 }  // namespace
 
+bool held_4bit_when_frozen(const TensorInfo& t) {
+  return is_linear_weight(t) && t.name != "lm_head.weight";
+}
+
 std::string crc32_hex(uint32_t crc) {
   char hex[16];
   std::snprintf(hex, sizeof(hex), "%08x", crc);
@@ -111,7 +115,7 @@ StatusOr<AdapterPlan> plan_adapters(const ParamLayout& base, const LoraConfig& c
         continue;
       }
       plan.frozen_params += t.numel;
-      if (quant4 && is_linear_weight(t) && t.name != "lm_head.weight") {
+      if (quant4 && held_4bit_when_frozen(t)) {
         a.quant4 = static_cast<int>(plan.quantized.size());
         plan.quantized.push_back(i);
         plan.quantized_params += t.numel;

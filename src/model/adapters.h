@@ -73,6 +73,10 @@ StatusOr<AdapterPlan> plan_adapters(const ParamLayout& base, const LoraConfig& c
 // "transformer." for gpt2, "" otherwise (PEFT's full module names).
 std::string family_hf_prefix(std::string_view family);
 
+// Whether QLoRA holds base tensor t 4-bit when it is frozen: a Linear
+// weight other than lm_head (bitsandbytes' Linear4bit rule).
+bool held_4bit_when_frozen(const TensorInfo& t);
+
 // A base checksum as manifests record it: 8 lowercase hex digits.
 std::string crc32_hex(uint32_t crc);
 

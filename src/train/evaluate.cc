@@ -5,13 +5,16 @@
 #include <filesystem>
 
 #include "checkpoint/peft_adapter.h"
+#include "checkpoint/quantized_base.h"
 #include "train/data/loader.h"
 
 namespace zerotrain::train {
 
-StatusOr<InferenceModel> load_inference_model(const std::string& path, int64_t max_batch,
-                                              int64_t max_seq, const std::string& adapter) {
+StatusOr<InferenceModel> load_inference_model(
+    const std::string& path, int64_t max_batch, int64_t max_seq, const std::string& adapter,
+    const std::optional<device::Quant4Options>& base_4bit) {
   ZT_ASSIGN_OR_RETURN(checkpoint::ModelSource src, checkpoint::open_model_source(path));
+  if (base_4bit) ZT_RETURN_IF_ERROR(checkpoint::round_base_to_4bit(src, *base_4bit));
   if (!adapter.empty()) ZT_RETURN_IF_ERROR(checkpoint::apply_peft_adapter(src, adapter));
   return load_inference_model(std::move(src), path, max_batch, max_seq);
 }

@@ -11,10 +11,12 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "checkpoint/model_source.h"
 #include "core/status.h"
+#include "device/quant4.h"
 #include "model/module.h"
 #include "train/data/dataset.h"
 
@@ -28,9 +30,12 @@ struct InferenceModel {
 };
 
 // InvalidArgument when the source has no weights (a preset or bare config).
-StatusOr<InferenceModel> load_inference_model(const std::string& path, int64_t max_batch,
-                                              int64_t max_seq, const std::string& adapter = "");
-// adapter: a PEFT adapter directory merged into the weights at load.
+// adapter: a PEFT adapter directory merged into the weights at load;
+// base_4bit: first round the base's Linear weights to 4-bit (QLoRA's base,
+// checkpoint/quantized_base.h).
+StatusOr<InferenceModel> load_inference_model(
+    const std::string& path, int64_t max_batch, int64_t max_seq, const std::string& adapter = "",
+    const std::optional<device::Quant4Options>& base_4bit = {});
 // The same from a source already opened from `path` (to size the model by
 // its config first).
 StatusOr<InferenceModel> load_inference_model(checkpoint::ModelSource src,

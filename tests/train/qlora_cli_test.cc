@@ -7,7 +7,8 @@
 // NF4 with double quant and FP4 without, stage 0 and stage 3 on 2 ranks
 // through the config file's lora section), must differ from LoRA over the
 // fp32 base (the 4-bit base is really used), and its frozen store must hold
-// the bytes of bitsandbytes' format exactly. Refusals name the fix.
+// the bytes of bitsandbytes' format exactly; `eval --load-in-4bit` of the
+// trained adapter equals eval over the dequantized copy. Refusals name the fix.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -116,7 +117,9 @@ TEST_F(QloraCli, Nf4DoubleQuantTrainsAsLoraOverTheDequantizedBaseAndStoresItsFor
   const std::string z0 = ds_config("z0", 0, 8, "");
   std::vector<std::string> q = lora_;
   q.push_back("--load-in-4bit");  // LLaMA-Factory's defaults: nf4, double quant
-  const std::string log4 = train(hf_, z0, "q.jsonl", q);
+  std::vector<std::string> saved = q;
+  saved.insert(saved.end(), {"--save", dir_.file("ck")});
+  const std::string log4 = train(hf_, z0, "q.jsonl", saved);
   const std::string logd = train(deq, z0, "d.jsonl", lora_);
   train(hf_, z0, "f.jsonl", lora_);
   const auto q4 = losses(dir_.file("q.jsonl")), d = losses(dir_.file("d.jsonl")),
@@ -146,6 +149,22 @@ TEST_F(QloraCli, Nf4DoubleQuantTrainsAsLoraOverTheDequantizedBaseAndStoresItsFor
   const double bits = 8.0 * static_cast<double>(quant4_bytes(1 << 20, true)) / (1 << 20);
   EXPECT_NEAR(bits, 4.0 + 8.0 / 64 + 32.0 / (64 * 256), 1e-12);
   std::cout << "frozen store: fp32 " << fp32 << " bytes, 4-bit " << four << " bytes\n";
+
+  // The trained adapter, evaluated on the 4-bit base it trained over
+  // (`eval --load-in-4bit`: the base rounded, then the adapter merged), is
+  // the adapter on the dequantized copy, and not the adapter on the fp32 base.
+  run_ok({ZT_BIN, "checkpoint", "export", dir_.file("ck"), "--to", dir_.file("adapter"),
+          "--adapter"});
+  auto eval = [&](std::vector<std::string> extra) {
+    std::vector<std::string> a{ZT_BIN, "eval", "--data", data_, "--seq-len", "64",
+                               "--max-windows", "4", "--batch", "4", "--json", "--adapter",
+                               dir_.file("adapter")};
+    a.insert(a.end(), extra.begin(), extra.end());
+    return Json::parse(run_ok(a))["mean_loss"].get<double>();
+  };
+  const double on_4bit = eval({"--model", hf_, "--load-in-4bit"});
+  EXPECT_NEAR(on_4bit, eval({"--model", deq}), 1e-6 * on_4bit);
+  EXPECT_GT(std::abs(on_4bit - eval({"--model", hf_})), 1e-4);
 
   // bf16 compute: the decoded weights round to bf16 as the fp32 ones do.
   const std::string b0 = ds_config("b0", 0, 8, R"(, "bf16": {"enabled": true})");
