@@ -9,7 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
-#include "cli/quant4_flags.h"
+#include "cli/adapter_flags.h"
 #include "checkpoint/peft_adapter.h"
 #include "checkpoint/quantized_base.h"
 #include "core/file_read.h"

@@ -9,7 +9,7 @@
 #include <sstream>
 
 #include "cli/commands.h"
-#include "cli/quant4_flags.h"
+#include "cli/adapter_flags.h"
 #include "model/decoder.h"
 #include "train/evaluate.h"
 #include "train/generation.h"

@@ -5,7 +5,9 @@
 #include <memory>
 
 #include "checkpoint/hf/model_dir.h"
+#include "cli/adapter_flags.h"
 #include "cli/commands.h"
+#include "model/adapters.h"
 #include "model/registry.h"
 #include "tools/estimate.h"
 #include "tools/estimate_format.h"
@@ -19,7 +21,38 @@ struct EstimateFlags {
   std::string params, model, offload = "all", dtype = "bf16", largest_layer, layout = "design";
   int64_t ranks = 1, nodes = 1;
   double abf = 1.5;
+  LoraFlags lora;
+  Quant4Flags quant4;
+  const CLI::App* cmd = nullptr;
 };
+
+// LoRA/QLoRA: zerotrain's Ψ is the trainable layout's; the frozen base is
+// a fixed per-rank device cost (model/adapters.h frozen_store_bytes).
+Status apply_adapters(const EstimateFlags& f, const checkpoint::ResolvedModel& m,
+                      const model::ParamLayout& base, tools::EstimateRequest& r) {
+  ZT_ASSIGN_OR_RETURN(std::optional<device::Quant4Options> q, quant4_options(f.cmd, f.quant4));
+  if (f.lora.r <= 0) {
+    if (q) return invalid_argument("--load-in-4bit is QLoRA: give --lora-r R too");
+    return ok_status();
+  }
+  ZT_ASSIGN_OR_RETURN(model::AdapterPlan plan,
+                      model::plan_adapters(base, lora_config(f.lora),
+                                           model::family_hf_prefix(m.spec.family->name), q));
+  const tools::ModelCounts t = tools::model_counts(plan.trainable);
+  r.params = t.buffer_numel;
+  r.stage3_persistent_numel = t.stage3_persistent_numel;
+  r.largest_group = t.largest_group;
+  r.largest_group_name = t.largest_group_name;
+  r.frozen_bytes = model::frozen_store_bytes(plan, base);
+  r.adapter_note = "LoRA " + plan.config.describe() + ": " + std::to_string(plan.adapted_linears) +
+                   " Linear modules adapted; " + std::to_string(plan.frozen_params) +
+                   " frozen parameters" +
+                   (q ? " (" + std::to_string(plan.quantized_params) + " of them 4-bit " +
+                            device::quant4_type_name(q->type) +
+                            (q->double_quant ? " double-quant" : "") + ")"
+                      : std::string(" (fp32)"));
+  return ok_status();
+}
 
 // Whole numbers, also in e-notation: "124439808", "7.5e9".
 StatusOr<int64_t> parse_count(const char* flag, const std::string& text, double min) {
@@ -38,7 +71,9 @@ StatusOr<std::string> estimate_text(const EstimateFlags& f) {
     ZT_ASSIGN_OR_RETURN(checkpoint::ResolvedModel m, checkpoint::resolve_model(f.model));
     ZT_ASSIGN_OR_RETURN(model::ParamLayout layout, m.spec.family->layout(m.spec.config));
     r = tools::request_for_model(f.model, tools::model_counts(layout));
+    ZT_RETURN_IF_ERROR(apply_adapters(f, m, layout, r));
   } else {
+    if (f.lora.r > 0) return invalid_argument("--lora-r: give --model (the adapters need its layout)");
     ZT_ASSIGN_OR_RETURN(int64_t n, parse_count("--params", f.params, 1));
     int64_t largest = 0;
     if (!f.largest_layer.empty()) {
@@ -83,6 +118,9 @@ Runner add_estimate(CLI::App& app) {
   cmd->add_option("--largest-layer-params", f->largest_layer,
                   "with --params: largest layer's parameters (DeepSpeed's L, e.g. 2e8)")
       ->excludes(model);
+  add_lora_flags(cmd, f->lora, "count");
+  add_quant4_flags(cmd, f->quant4);
+  f->cmd = cmd;
   return [f, cmd] {
     if (f->model.empty() && f->params.empty()) {
       std::cerr << "zerotrain estimate: give --params N or --model PRESET\n";

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "cli/commands.h"
-#include "cli/quant4_flags.h"
+#include "cli/adapter_flags.h"
 #include "comm/factory.h"
 #include "comm/job_env.h"
 #include "core/env.h"
@@ -33,37 +33,9 @@ struct TrainFlags {
   std::string device_memory;
   std::string device;  // --device; empty: ZEROTRAIN_DEVICE, else auto
   std::string rdzv_file;
-  // LoRA: --lora-r > 0 turns it on (LLaMA-Factory's finetuning_type lora).
-  int64_t lora_r = 0;
-  double lora_alpha = 0, lora_dropout = 0;
-  std::string lora_target = "all-linear", lora_modules_to_save;
-  bool use_rslora = false;
+  LoraFlags lora;
   Quant4Flags quant4;  // QLoRA
 };
-
-std::vector<std::string> split_commas(const std::string& s) {
-  std::vector<std::string> out;
-  size_t at = 0;
-  while (at <= s.size()) {
-    const size_t comma = std::min(s.find(',', at), s.size());
-    if (comma > at) out.push_back(s.substr(at, comma - at));
-    at = comma + 1;
-  }
-  return out;
-}
-
-// PEFT's target_modules from --lora-target: "all"/"all-linear", one regex
-// (LoraConfig::set_targets; a regex may hold commas), or comma-separated names.
-model::LoraConfig lora_config(const TrainFlags& f) {
-  model::LoraConfig c{.r = f.lora_r,
-                      .alpha = f.lora_alpha > 0 ? f.lora_alpha : 2.0 * static_cast<double>(f.lora_r),
-                      .dropout = f.lora_dropout,
-                      .use_rslora = f.use_rslora};
-  const bool regex = f.lora_target.find_first_of("*(|\\") != std::string::npos;
-  c.set_targets(regex ? std::vector<std::string>{f.lora_target} : split_commas(f.lora_target));
-  c.modules_to_save = split_commas(f.lora_modules_to_save);
-  return c;
-}
 
 int run_train(const CLI::App* cmd, TrainFlags& f) {
   if (f.print_default_config) {
@@ -83,7 +55,7 @@ int run_train(const CLI::App* cmd, TrainFlags& f) {
   if (f.betas.size() == 2) o.betas = std::array<double, 2>{f.betas[0], f.betas[1]};
   o.bf16 = given(cmd, "--bf16", f.bf16);
   o.fp16 = given(cmd, "--fp16", f.fp16);
-  if (f.lora_r > 0) o.lora = std::make_shared<const model::LoraConfig>(lora_config(f));
+  if (f.lora.r > 0) o.lora = std::make_shared<const model::LoraConfig>(lora_config(f.lora));
   if (auto q = quant4_options(cmd, f.quant4); q.ok()) {
     o.base_4bit = *q;
   } else {
@@ -222,20 +194,7 @@ Runner add_train_command(CLI::App& app) {
   cmd->add_option("--init", f->o.init_weights,
                   "initial weights from a safetensors file or an HF model directory (HF tensor "
                   "names, e.g. an export), instead of --model DIR's or the seeded init");
-  cmd->add_option("--lora-r,--lora_rank", f->lora_r,
-                  "train LoRA adapters of rank R over a frozen base (PEFT's r; 0: full "
-                  "fine-tuning)");
-  cmd->add_option("--lora-alpha,--lora_alpha", f->lora_alpha,
-                  "LoRA alpha (default 2·r, LLaMA-Factory's); the scale is alpha/r");
-  cmd->add_option("--lora-dropout,--lora_dropout", f->lora_dropout,
-                  "dropout on the adapter input (only 0 is implemented)");
-  cmd->add_option("--lora-target,--lora_target", f->lora_target,
-                  "modules to adapt: comma-separated names (q_proj,v_proj), all / all-linear, or "
-                  "one regex over full module names")
-      ->capture_default_str();
-  cmd->add_flag("--use-rslora,--use_rslora", f->use_rslora, "rank-stabilised scale alpha/sqrt(r)");
-  cmd->add_option("--lora-modules-to-save,--additional_target", f->lora_modules_to_save,
-                  "modules trained fully next to the adapters (e.g. lm_head,embed_tokens)");
+  add_lora_flags(cmd, f->lora, "train");
   add_quant4_flags(cmd, f->quant4);
   cmd->add_option("--init-adapter", f->o.init_adapter,
                   "start from a PEFT LoRA adapter directory (its adapter_config.json is the "

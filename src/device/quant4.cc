@@ -100,6 +100,19 @@ const std::array<float, 256>& dynamic8_code() {
 
 std::string quant4_type_name(Quant4Type type) { return type == Quant4Type::kNf4 ? "nf4" : "fp4"; }
 
+Quant4StoreLayout quant4_store_layout(int64_t numel, const Quant4Options& o) {
+  const auto up16 = [](size_t n) { return (n + 15) / 16 * 16; };
+  const auto blocks = static_cast<size_t>((numel + o.blocksize - 1) / o.blocksize);
+  const size_t scales = o.double_quant ? blocks : 4 * blocks;
+  const size_t absmax2 =
+      o.double_quant ? 4 * ((blocks + kDoubleQuantBlock - 1) / kDoubleQuantBlock) : 0;
+  Quant4StoreLayout l;
+  l.scales_at = up16(static_cast<size_t>(numel + 1) / 2);
+  l.absmax2_at = l.scales_at + up16(scales);
+  l.bytes = l.absmax2_at + absmax2;
+  return l;
+}
+
 int64_t Quant4Host::bytes() const {
   return static_cast<int64_t>(packed.size() + absmax.size() * 4 + absmax_q.size() +
                               absmax2.size() * 4);

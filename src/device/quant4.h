@@ -93,6 +93,16 @@ struct Quant4Host {
 
 Quant4Host quantize_4bit(const float* x, int64_t numel, const Quant4Options& options);
 
+// One device buffer per quantized tensor, as the frozen store lays it out:
+// the packed codes, then (16-byte aligned) the fp32 absmaxes or the uint8
+// absmax indices, then (aligned) the fp32 second-level scales. The code
+// tables (16 + 256 floats) are stored once per model.
+struct Quant4StoreLayout {
+  size_t scales_at = 0, absmax2_at = 0, bytes = 0;
+};
+Quant4StoreLayout quant4_store_layout(int64_t numel, const Quant4Options& options);
+inline constexpr int64_t kQuant4CodeTableBytes = (16 + 256) * 4;
+
 // The reference decoder: out[i - begin] = code[nibble(i)] · scale(i / blocksize)
 // for i in [begin, end). The CPU kernels equal it bit for bit.
 void dequantize_4bit_reference(const Quant4View& q, int64_t begin, int64_t end, float* out);

@@ -21,6 +21,16 @@ std::string join(const std::set<std::string>& v) {
 
 }  // namespace
 
+int64_t frozen_store_bytes(const AdapterPlan& plan, const ParamLayout& base) {
+  int64_t n = plan.frozen_numel * static_cast<int64_t>(sizeof(float));
+  if (!plan.quant4) return n;
+  for (int i : plan.quantized)
+    n += static_cast<int64_t>(
+        device::quant4_store_layout(base.tensors()[static_cast<size_t>(i)].numel, *plan.quant4)
+            .bytes);
+  return n + device::kQuant4CodeTableBytes;
+}
+
 bool held_4bit_when_frozen(const TensorInfo& t) {
   return is_linear_weight(t) && t.name != "lm_head.weight";
 }

@@ -73,6 +73,11 @@ StatusOr<AdapterPlan> plan_adapters(const ParamLayout& base, const LoraConfig& c
 // "transformer." for gpt2, "" otherwise (PEFT's full module names).
 std::string family_hf_prefix(std::string_view family);
 
+// Bytes of the frozen store Module allocates for `plan` over `base`: the
+// fp32 tensors, each 4-bit tensor's buffer (quant4_store_layout) and the
+// code tables once (what `zerotrain estimate` counts; Module::frozen_bytes).
+int64_t frozen_store_bytes(const AdapterPlan& plan, const ParamLayout& base);
+
 // Whether QLoRA holds base tensor t 4-bit when it is frozen: a Linear
 // weight other than lm_head (bitsandbytes' Linear4bit rule).
 bool held_4bit_when_frozen(const TensorInfo& t);

@@ -67,11 +67,9 @@ Status Module::allocate_quantized() {
 
 Status Module::store_quantized(int k, const float* host, int64_t numel) {
   const device::Quant4Host q = device::quantize_4bit(host, numel, *adapters_->quant4);
-  // One buffer: the codes, then (16-byte aligned) absmax, or absmax_q and absmax2.
-  const auto up16 = [](size_t n) { return (n + 15) / 16 * 16; };
+  const device::Quant4StoreLayout l = device::quant4_store_layout(numel, q.options);
   const size_t scales = q.absmax.size() * sizeof(float) + q.absmax_q.size();
-  const size_t at_scales = up16(q.packed.size()), at_absmax2 = at_scales + up16(scales);
-  const size_t bytes = at_absmax2 + q.absmax2.size() * sizeof(float);
+  const size_t at_scales = l.scales_at, at_absmax2 = l.absmax2_at, bytes = l.bytes;
   const std::string name = base_layout_.tensors()[static_cast<size_t>(adapters_->quantized[k])].name;
   ZT_ASSIGN_OR_RETURN(quant_store_[k], device_->allocate(bytes, device::MemoryCategory::kParameters,
                                                           "4-bit " + name));

@@ -142,6 +142,7 @@ std::string zerotrain_table(const EstimateRequest& r) {
       if (!wanted(r.offload, offload) || (stage == 0 && offload)) continue;
       StatusOr<MemoryEstimate> m = zero::model_state_bytes(s, stage, offload);
       if (!m.ok()) continue;  // inputs were validated by format_estimate
+      m->device_bytes += r.frozen_bytes;
       o << row(*m, "stage=" + std::to_string(stage) + ", offload=" + (offload ? "cpu " : "none"));
     }
   }
@@ -220,7 +221,15 @@ StatusOr<std::string> format_estimate(const EstimateRequest& r) {
   o << "Model states only (params, grads, optimizer); no activations, buffers or fragmentation.\n";
   if (!r.model_name.empty())
     o << "Model " << r.model_name << ": " << format_count(r.ds_params) << " params (HF count), "
-      << format_count(r.params) << " in zerotrain's flat buffer (padded vocab, 64-byte aligned)\n";
+      << (r.adapter_note.empty()
+              ? format_count(r.params) + " in zerotrain's flat buffer (padded vocab, 64-byte "
+                                         "aligned)\n"
+              : format_count(r.params) + " trainable in zerotrain's flat buffer\n");
+  if (!r.adapter_note.empty())
+    o << r.adapter_note << ".\nzerotrain's Psi below is the trainable state; every row's per "
+      << "GPU adds the frozen base, " << format_count(r.frozen_bytes) << " bytes ("
+      << format_gb(r.frozen_bytes) << "), whole on every rank. DeepSpeed's tables count every "
+      << "parameter as trainable, as its estimator does on a PEFT model.\n";
   o << "GB = 2^30 bytes, as DeepSpeed prints.\n\n"
     << zerotrain_table(r) << "\n"
     << deepspeed_tables(r);

@@ -36,6 +36,10 @@ struct EstimateRequest {
   int64_t stage3_persistent_numel = 0;  // layout engine, stage 3 (ModelCounts; 0 = unknown)
   double additional_buffer_factor = 1.5;
   OffloadFilter offload = OffloadFilter::kAll;
+  // LoRA: params is the trainable layout's Ψ; the frozen base is on the
+  // device of every rank at every stage (not partitioned, not offloaded).
+  int64_t frozen_bytes = 0;
+  std::string adapter_note;  // what the adapters are; empty without
 };
 
 // The request for a preset (counts from model_counts) or for a bare count.

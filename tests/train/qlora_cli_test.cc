@@ -7,7 +7,8 @@
 // NF4 with double quant and FP4 without, stage 0 and stage 3 on 2 ranks
 // through the config file's lora section), must differ from LoRA over the
 // fp32 base (the 4-bit base is really used), and its frozen store must hold
-// the bytes of bitsandbytes' format exactly; `eval --load-in-4bit` of the
+// the bytes of bitsandbytes' format exactly (and `estimate --lora-r
+// --load-in-4bit` predicts them); `eval --load-in-4bit` of the
 // trained adapter equals eval over the dequantized copy. Refusals name the fix.
 #include <gtest/gtest.h>
 
@@ -139,6 +140,22 @@ TEST_F(QloraCli, Nf4DoubleQuantTrainsAsLoraOverTheDequantizedBaseAndStoresItsFor
   for (int64_t n : {4096, 2048, 2048, 4096, 6144, 6144, 6144})  // q k v o gate up down
     expect += 2 * (quant4_bytes(n, true) - 4 * n);             // 2 layers
   EXPECT_EQ(four, expect);
+  // `zerotrain estimate` counts the same store and trainable Ψ in advance.
+  for (const bool four_bit : {true, false}) {
+    std::vector<std::string> e{ZT_BIN, "estimate", "--model", hf_, "--offload", "none",
+                               "--lora-r", "4", "--lora-alpha", "8"};
+    if (four_bit) e.push_back("--load-in-4bit");
+    const std::string text = run_ok(e);
+    std::smatch frozen, trainable, run_trainable;
+    ASSERT_TRUE(std::regex_search(text, frozen, std::regex(R"(the frozen base, ([\d,]+) bytes)")))
+        << text;
+    ASSERT_TRUE(std::regex_search(text, trainable, std::regex(R"(([\d,]+) trainable in)"))) << text;
+    ASSERT_TRUE(std::regex_search(log4, run_trainable, std::regex(R"(trainable (\d+) \|\|)")));
+    std::string f = frozen[1], t = trainable[1];
+    std::erase(f, ','), std::erase(t, ',');
+    EXPECT_EQ(std::stoll(f), four_bit ? four : fp32) << text;
+    EXPECT_EQ(t, run_trainable[1].str()) << text;
+  }
   // The engine's memory report counts the same store on the device.
   std::smatch store, report;
   ASSERT_TRUE(std::regex_search(log4, store, std::regex(R"(frozen store ([\d.]+ [KMG]?i?B) \()")));
