@@ -79,9 +79,9 @@
 // computes y = W·x + s·B·(A·x); its backward adds into dA, dB and dx only.
 // Frozen tensors get no gradient (their kernels' weight gradients go to a
 // discard buffer or are skipped). With ModuleOptions.base_4bit (QLoRA) the
-// frozen Linear weights but the lm head are held 4-bit; weight() decodes
-// one into an fp32 scratch for each GEMM that reads it (as bitsandbytes'
-// MatMul4Bit dequantizes the whole weight for a training matmul).
+// frozen Linear weights but the lm head are held 4-bit; weight_rows() decodes
+// one a tile of whole rows at a time into an fp32 scratch for each GEMM that
+// reads it (bitsandbytes' MatMul4Bit decodes the whole weight).
 //
 // Thread-safety: none; one module per thread.
 #pragma once
@@ -357,7 +357,7 @@ class Module {
   // binding, or the frozen store); its gradient, or null when frozen;
   // grad_or_sink: a discard buffer for a frozen tensor a kernel must write
   // (a norm's weight gradient).
-  // A 4-bit tensor has no fp32 values to point at: read it with weight().
+  // A 4-bit tensor has no fp32 values to point at: read it with weight_rows().
   const float* param(const TensorInfo& t) const;
   // A Linear weight's fp32 values for one GEMM: param(t); a 4-bit one is
   // decoded a tile of whole rows at a time: rows [r0, r1) of it into the
@@ -395,7 +395,7 @@ class Module {
   virtual bool checkpointable_stage(int stage) const { return false; }
   // Activation bytes beyond the activation memory (the family's scratch).
   virtual int64_t scratch_bytes() const { return 0; }
-  // Whether the family's GEMMs read Linear weights through weight() (QLoRA).
+  // Whether the family's GEMMs read Linear weights through weight_rows() (QLoRA).
   virtual bool supports_4bit_base() const { return false; }
   // Every group has (all = true) or one lost (false) its bf16 view.
   virtual Status on_bf16_views(bool all) { return ok_status(); }
