@@ -18,8 +18,9 @@ std::vector<std::string> split_commas(const std::string& s) {
 
 void add_lora_flags(CLI::App* cmd, LoraFlags& f, const std::string& verb) {
   cmd->add_option("--lora-r,--lora_rank", f.r,
-                  verb + " LoRA adapters of rank R over a frozen base (PEFT's r; 0: full "
-                         "fine-tuning)");
+                  verb +
+                      " LoRA adapters of rank R over a frozen base (PEFT's r; 0: full "
+                      "fine-tuning)");
   cmd->add_option("--lora-alpha,--lora_alpha", f.alpha,
                   "LoRA alpha (default 2·r, LLaMA-Factory's); the scale is alpha/r");
   cmd->add_option("--lora-dropout,--lora_dropout", f.dropout,
@@ -50,14 +51,16 @@ void add_quant4_flags(CLI::App* cmd, Quant4Flags& f) {
                 "blocksize 64), decoded for each GEMM");
   cmd->add_option("--quantization-bit,--quantization_bit", f.quantization_bit,
                   "LLaMA-Factory's spelling of --load-in-4bit (only 4)");
-  cmd->add_option("--bnb-4bit-quant-type,--bnb_4bit_quant_type,--quantization-type,"
-                  "--quantization_type",
-                  f.quant_type, "the 4-bit code")
+  cmd->add_option(
+         "--bnb-4bit-quant-type,--bnb_4bit_quant_type,--quantization-type,"
+         "--quantization_type",
+         f.quant_type, "the 4-bit code")
       ->check(CLI::IsMember({"nf4", "fp4"}))
       ->capture_default_str();
-  cmd->add_option("--bnb-4bit-use-double-quant,--bnb_4bit_use_double_quant,"
-                  "--double-quantization,--double_quantization",
-                  f.double_quant, "store the per-block scales 8-bit too (true/false)")
+  cmd->add_option(
+         "--bnb-4bit-use-double-quant,--bnb_4bit_use_double_quant,"
+         "--double-quantization,--double_quantization",
+         f.double_quant, "store the per-block scales 8-bit too (true/false)")
       ->capture_default_str();
 }
 
@@ -69,9 +72,9 @@ StatusOr<std::optional<device::Quant4Options>> quant4_options(const CLI::App* cm
   if (!f.load_in_4bit && f.quantization_bit != 4 && cmd->count("--bnb-4bit-quant-type") == 0 &&
       cmd->count("--bnb-4bit-use-double-quant") == 0)
     return std::optional<device::Quant4Options>();
-  return std::optional<device::Quant4Options>(device::Quant4Options{
-      .type = f.quant_type == "fp4" ? device::Quant4Type::kFp4 : device::Quant4Type::kNf4,
-      .double_quant = f.double_quant});
+  ZT_ASSIGN_OR_RETURN(const device::Quant4Type type, device::parse_quant4_type(f.quant_type));
+  return std::optional<device::Quant4Options>(
+      device::Quant4Options{.type = type, .double_quant = f.double_quant});
 }
 
 }  // namespace zerotrain::cli

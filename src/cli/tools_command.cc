@@ -48,8 +48,7 @@ Status apply_adapters(const EstimateFlags& f, const checkpoint::ResolvedModel& m
                    " Linear modules adapted; " + std::to_string(plan.frozen_params) +
                    " frozen parameters" +
                    (q ? " (" + std::to_string(plan.quantized_params) + " of them 4-bit " +
-                            device::quant4_type_name(q->type) +
-                            (q->double_quant ? " double-quant" : "") + ")"
+                            device::describe(*q) + ")"
                       : std::string(" (fp32)"));
   return ok_status();
 }
@@ -73,7 +72,8 @@ StatusOr<std::string> estimate_text(const EstimateFlags& f) {
     r = tools::request_for_model(f.model, tools::model_counts(layout));
     ZT_RETURN_IF_ERROR(apply_adapters(f, m, layout, r));
   } else {
-    if (f.lora.r > 0) return invalid_argument("--lora-r: give --model (the adapters need its layout)");
+    if (f.lora.r > 0)
+      return invalid_argument("--lora-r: give --model (the adapters need its layout)");
     ZT_ASSIGN_OR_RETURN(int64_t n, parse_count("--params", f.params, 1));
     int64_t largest = 0;
     if (!f.largest_layer.empty()) {

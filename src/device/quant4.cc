@@ -100,6 +100,17 @@ const std::array<float, 256>& dynamic8_code() {
 
 std::string quant4_type_name(Quant4Type type) { return type == Quant4Type::kNf4 ? "nf4" : "fp4"; }
 
+StatusOr<Quant4Type> parse_quant4_type(std::string_view name) {
+  if (name == "nf4") return Quant4Type::kNf4;
+  if (name == "fp4") return Quant4Type::kFp4;
+  return invalid_argument("4-bit quant type '" + std::string(name) + "': nf4 or fp4");
+}
+
+std::string describe(const Quant4Options& o) {
+  return quant4_type_name(o.type) + (o.double_quant ? " double-quant" : "") + " blocksize " +
+         std::to_string(o.blocksize);
+}
+
 Quant4StoreLayout quant4_store_layout(int64_t numel, const Quant4Options& o) {
   const auto up16 = [](size_t n) { return (n + 15) / 16 * 16; };
   const auto blocks = static_cast<size_t>((numel + o.blocksize - 1) / o.blocksize);

@@ -23,9 +23,11 @@
 #include <array>
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/half.h"  // ZT_HOST_DEVICE
+#include "core/status.h"
 
 namespace zerotrain::device {
 
@@ -43,6 +45,11 @@ const std::array<float, 16>& quant4_code(Quant4Type type);
 // bitsandbytes create_dynamic_map(signed=True): 256 values, sorted.
 const std::array<float, 256>& dynamic8_code();
 std::string quant4_type_name(Quant4Type type);  // "nf4", "fp4"
+// The type named "nf4" or "fp4" (bitsandbytes' bnb_4bit_quant_type);
+// InvalidArgument naming both otherwise.
+StatusOr<Quant4Type> parse_quant4_type(std::string_view name);
+// "nf4 double-quant blocksize 64": the format as logs and tools print it.
+std::string describe(const Quant4Options& options);
 
 // A quantized tensor as the dequantizer reads it (pointers into device
 // memory of the device whose Ops runs it).

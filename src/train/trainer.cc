@@ -105,11 +105,12 @@ Status Run::init() {
     lora = std::make_shared<const model::LoraConfig>(std::move(c));
   }
   std::optional<device::Quant4Options> base_4bit = o_.base_4bit;
-  if (!base_4bit && s_.cfg.lora.load_in_4bit)
-    base_4bit = device::Quant4Options{
-        .type = s_.cfg.lora.bnb_4bit_quant_type == "fp4" ? device::Quant4Type::kFp4
-                                                         : device::Quant4Type::kNf4,
-        .double_quant = s_.cfg.lora.bnb_4bit_use_double_quant};
+  if (!base_4bit && s_.cfg.lora.load_in_4bit) {
+    ZT_ASSIGN_OR_RETURN(const device::Quant4Type type,
+                        device::parse_quant4_type(s_.cfg.lora.bnb_4bit_quant_type));
+    base_4bit = device::Quant4Options{.type = type,
+                                      .double_quant = s_.cfg.lora.bnb_4bit_use_double_quant};
+  }
   if (base_4bit && !lora)
     return invalid_argument(
         "4-bit base weights (--load-in-4bit, lora.load_in_4bit) are QLoRA: they train LoRA "
@@ -316,10 +317,8 @@ void Run::print_start() {
          << format_bytes(model_->frozen_bytes()) << " (" << model_->frozen_bytes()
          << " bytes) per rank";
     if (const auto& q = plan->quant4)
-      out_ << "; 4-bit " << device::quant4_type_name(q->type)
-           << (q->double_quant ? " double-quant" : "") << " blocksize " << q->blocksize << ": "
-           << plan->quantized.size() << " Linear weights, " << plan->quantized_params
-           << " parameters";
+      out_ << "; 4-bit " << device::describe(*q) << ": " << plan->quantized.size()
+           << " Linear weights, " << plan->quantized_params << " parameters";
     out_ << "\n";
   }
   out_ << format_initial_weights_line(initial_weights_, mem.numel);
