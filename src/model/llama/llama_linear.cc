@@ -109,27 +109,35 @@ Status LlamaModel::gemm_bwd(float* dinp, float* dweight, float* dbias, const flo
 }
 
 // QLoRA: W decoded a tile of whole rows (output features) at a time, so
-// the scratch holds a tile, not the weight. Forward: out[:, tile] =
-// inp · W[tile]ᵀ + bias[tile] (each output still reduces over all of C).
+// the scratch holds a tile, not the weight. body(o0, n, W, W16) gets rows
+// [o0, o0 + n) in fp32, and rounded to bf16 under bf16_compute (else null).
+Status LlamaModel::for_each_4bit_tile(const TensorInfo& w, int64_t OC, const TileFn& body) {
+  for (int64_t o0 = 0, tile = weight_tile_rows(w); o0 < OC; o0 += tile) {
+    const int64_t n = std::min(tile, OC - o0);
+    ZT_ASSIGN_OR_RETURN(const float* W, weight_rows(w, o0, o0 + n));
+    const BFloat16* w16 = nullptr;
+    if (bf16_compute()) {
+      ZT_ASSIGN_OR_RETURN(w16, rounded(W, n * w.shape[1], w16_));
+    }
+    ZT_RETURN_IF_ERROR(body(o0, n, W, w16));
+  }
+  return ok_status();
+}
+
+// Forward: out[:, tile] = inp · W[tile]ᵀ + bias[tile] (each output still
+// reduces over all of C).
 Status LlamaModel::gemm_fwd_4bit(float* out, const float* inp, const TensorInfo& w,
                                  const float* bias, int64_t rows, int64_t C, int64_t OC) {
   const BFloat16* x16 = nullptr;
   if (bf16_compute()) {
     ZT_ASSIGN_OR_RETURN(x16, rounded(inp, rows * C, x16_));
   }
-  for (int64_t o0 = 0, tile = weight_tile_rows(w); o0 < OC; o0 += tile) {
-    const int64_t n = std::min(tile, OC - o0);
-    ZT_ASSIGN_OR_RETURN(const float* W, weight_rows(w, o0, o0 + n));
+  return for_each_4bit_tile(w, OC, [&](int64_t o0, int64_t n, const float* W, const BFloat16* w16) {
     const device::MatmulDesc d{.m = rows, .n = n, .k = C, .trans_b = true, .ldc = OC};
     const float* b = bias != nullptr ? bias + o0 : nullptr;
-    if (x16 == nullptr) {
-      ZT_RETURN_IF_ERROR(ops().matmul(d, inp, W, b, out + o0));
-      continue;
-    }
-    ZT_ASSIGN_OR_RETURN(const BFloat16* w16, rounded(W, n * C, w16_));
-    ZT_RETURN_IF_ERROR(ops().matmul_bf16(d, x16, w16, b, out + o0));
-  }
-  return ok_status();
+    return w16 != nullptr ? ops().matmul_bf16(d, x16, w16, b, out + o0)
+                          : ops().matmul(d, inp, W, b, out + o0);
+  });
 }
 
 // Backward, the input gradient only: dinp (+)= Σ_tiles dout[:, tile] · W[tile].
@@ -140,19 +148,12 @@ Status LlamaModel::gemm_bwd_4bit(float* dinp, const float* dout, const TensorInf
   if (bf16_compute()) {
     ZT_ASSIGN_OR_RETURN(d16, rounded(dout, rows * OC, d16_));
   }
-  for (int64_t o0 = 0, tile = weight_tile_rows(w); o0 < OC; o0 += tile) {
-    const int64_t n = std::min(tile, OC - o0);
-    ZT_ASSIGN_OR_RETURN(const float* W, weight_rows(w, o0, o0 + n));
+  return for_each_4bit_tile(w, OC, [&](int64_t o0, int64_t n, const float* W, const BFloat16* w16) {
     const device::MatmulDesc d{
         .m = rows, .n = C, .k = n, .beta = accumulate || o0 > 0 ? 1.0f : 0.0f, .lda = OC};
-    if (d16 == nullptr) {
-      ZT_RETURN_IF_ERROR(ops().matmul(d, dout + o0, W, nullptr, dinp));
-      continue;
-    }
-    ZT_ASSIGN_OR_RETURN(const BFloat16* w16, rounded(W, n * C, w16_));
-    ZT_RETURN_IF_ERROR(ops().matmul_bf16(d, d16 + o0, w16, nullptr, dinp));
-  }
-  return ok_status();
+    return w16 != nullptr ? ops().matmul_bf16(d, d16 + o0, w16, nullptr, dinp)
+                          : ops().matmul(d, dout + o0, W, nullptr, dinp);
+  });
 }
 
 }  // namespace zerotrain::model::llama

@@ -33,6 +33,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string_view>
 #include <vector>
 
@@ -117,6 +118,8 @@ class LlamaModel : public Module {
   StatusOr<const BFloat16*> rounded(const float* x, int64_t n, const device::Buffer& scratch);
   StatusOr<const BFloat16*> weight_bf16(const TensorInfo& t);
   // QLoRA's GEMMs over a weight held 4-bit (decoded tile by tile).
+  using TileFn = std::function<Status(int64_t o0, int64_t n, const float* w, const BFloat16* w16)>;
+  Status for_each_4bit_tile(const TensorInfo& w, int64_t OC, const TileFn& body);
   Status gemm_fwd_4bit(float* out, const float* inp, const TensorInfo& w, const float* bias,
                        int64_t rows, int64_t C, int64_t OC);
   Status gemm_bwd_4bit(float* dinp, const float* dout, const TensorInfo& w, int64_t rows,
