@@ -91,10 +91,9 @@ Status HalfComputeCopy::before_backward(int s) {
   for (int g : m.grad_groups_written(s)) {
     device::Buffer& b = grad_buffers_[static_cast<size_t>(g)];
     if (!b.empty()) continue;  // group 0: bound since the head's stage
-    // LoRA: a group with nothing trainable (numel 0) needs no binding.
-    if (m.layout().groups()[static_cast<size_t>(g)].numel == 0) continue;
     const auto bytes = static_cast<size_t>(m.layout().groups()[static_cast<size_t>(g)].numel) *
                        sizeof(float);
+    if (bytes == 0) continue;  // LoRA: a group with nothing trainable needs no binding
     ZT_ASSIGN_OR_RETURN(b, pool_.acquire(bytes));
     ZT_RETURN_IF_ERROR(m.device().fill_zero(b.data(), bytes));  // backward adds into it
     m.set_group_gradients(g, b.as<float>());
