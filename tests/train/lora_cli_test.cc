@@ -13,31 +13,19 @@
 
 #include "integration/subprocess.h"
 #include "train/data/dataset.h"
+#include "train/cli_util.h"
 #include "train/test_util.h"
 
 namespace zerotrain::train {
 namespace {
 
 using Json = nlohmann::json;
-using zerotrain::testing::run_process;
+using testing::metrics_losses;
+using testing::run_cli;
+using testing::run_cli_ok;
 const std::string kSource = ZT_SOURCE_DIR;
 const std::string kRef = kSource + "/tests/model/llama/llama_reference.py";
 
-zerotrain::testing::ProcessResult run(const std::vector<std::string>& argv, int seconds = 180) {
-  return run_process(argv, std::chrono::seconds(seconds), {"OMP_NUM_THREADS=1"});
-}
-std::string run_ok(const std::vector<std::string>& argv, int seconds = 180) {
-  auto r = run(argv, seconds);
-  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
-  return r.out;
-}
-
-std::vector<double> losses(const std::string& metrics) {
-  std::vector<double> v;
-  std::ifstream in(metrics);
-  for (std::string line; std::getline(in, line);) v.push_back(Json::parse(line)["loss"]);
-  return v;
-}
 
 TEST(LoraCli, Stage3EqualsStage0AndTheAdapterEvaluatesAsTheMergedModelAndPyTorch) {
   testing::TempDir dir;
@@ -46,11 +34,11 @@ TEST(LoraCli, Stage3EqualsStage0AndTheAdapterEvaluatesAsTheMergedModelAndPyTorch
       "num_attention_heads": 4, "num_key_value_heads": 2, "rms_norm_eps": 1e-5,
       "rope_theta": 10000.0, "max_position_embeddings": 128, "tie_word_embeddings": false})";
   const std::string hf = dir.file("hf"), other = dir.file("other"), data = dir.file("corpus");
-  run_ok({"/usr/bin/python3", kRef, "make", "--config", dir.file("cfg.json"), "--out", hf,
+  run_cli_ok({"/usr/bin/python3", kRef, "make", "--config", dir.file("cfg.json"), "--out", hf,
           "--seed", "3", "--std", "0.05"});
-  run_ok({"/usr/bin/python3", kRef, "make", "--config", dir.file("cfg.json"), "--out", other,
+  run_cli_ok({"/usr/bin/python3", kRef, "make", "--config", dir.file("cfg.json"), "--out", other,
           "--seed", "4", "--std", "0.05"});
-  run_ok({ZT_BIN, "data", "generate", data});
+  run_cli_ok({ZT_BIN, "data", "generate", data});
   auto ds_config = [&](int stage, int micro) {
     const std::string p = dir.file("z" + std::to_string(stage) + ".json");
     std::ofstream(p) << R"({"train_micro_batch_size_per_gpu": )" << micro
@@ -64,7 +52,7 @@ TEST(LoraCli, Stage3EqualsStage0AndTheAdapterEvaluatesAsTheMergedModelAndPyTorch
   std::vector<std::string> one{ZT_BIN, "train", "--model", hf, "--deepspeed", ds_config(0, 8),
                                "--metrics", dir.file("m0.jsonl"), "--save", dir.file("ck")};
   one.insert(one.end(), lora.begin(), lora.end());
-  const std::string log = run_ok(one);
+  const std::string log = run_cli_ok(one);
   EXPECT_NE(log.find("LoRA: r=4 alpha=8 (scale 2) targets q_proj,v_proj,down_proj; 6 Linear"),
             std::string::npos)
       << log;
@@ -72,23 +60,24 @@ TEST(LoraCli, Stage3EqualsStage0AndTheAdapterEvaluatesAsTheMergedModelAndPyTorch
                                "--model", hf, "--deepspeed", ds_config(3, 4), "--metrics",
                                dir.file("m3.jsonl")};
   two.insert(two.end(), lora.begin(), lora.end());
-  run_ok(two);
-  const std::vector<double> l0 = losses(dir.file("m0.jsonl")), l3 = losses(dir.file("m3.jsonl"));
+  run_cli_ok(two);
+  const std::vector<double> l0 = metrics_losses(dir.file("m0.jsonl")),
+                            l3 = metrics_losses(dir.file("m3.jsonl"));
   ASSERT_EQ(l0.size(), 6u);
   ASSERT_EQ(l3.size(), 6u);
   for (size_t s = 0; s < l0.size(); ++s) EXPECT_NEAR(l3[s], l0[s], 1e-5 * l0[s]) << "step " << s + 1;
   EXPECT_LT(l0.back(), l0.front() - 0.05) << "the adapter did not train";
 
   // Export both ways; evaluate the same windows through each.
-  run_ok({ZT_BIN, "checkpoint", "export", dir.file("ck"), "--to", dir.file("adapter"), "--adapter"});
-  run_ok({ZT_BIN, "checkpoint", "export", dir.file("ck"), "--to", dir.file("merged"), "--merge",
+  run_cli_ok({ZT_BIN, "checkpoint", "export", dir.file("ck"), "--to", dir.file("adapter"), "--adapter"});
+  run_cli_ok({ZT_BIN, "checkpoint", "export", dir.file("ck"), "--to", dir.file("merged"), "--merge",
           "--base", hf});
   constexpr int64_t T = 64, W = 4;
   auto eval = [&](std::vector<std::string> extra) {
     std::vector<std::string> a{ZT_BIN, "eval", "--data", data, "--seq-len", std::to_string(T),
                                "--max-windows", std::to_string(W), "--batch", "4", "--json"};
     a.insert(a.end(), extra.begin(), extra.end());
-    return Json::parse(run_ok(a))["mean_loss"].get<double>();
+    return Json::parse(run_cli_ok(a))["mean_loss"].get<double>();
   };
   const double with_adapter = eval({"--model", hf, "--adapter", dir.file("adapter")});
   const double merged = eval({"--model", dir.file("merged")});
@@ -108,7 +97,7 @@ TEST(LoraCli, Stage3EqualsStage0AndTheAdapterEvaluatesAsTheMergedModelAndPyTorch
       .write(reinterpret_cast<const char*>(x.data()), x.size() * 4);
   std::ofstream(dir.file("y.i32"), std::ios::binary)
       .write(reinterpret_cast<const char*>(y.data()), y.size() * 4);
-  const std::string out = run_ok({"/usr/bin/python3", kRef, "run", "--model", hf, "--adapter",
+  const std::string out = run_cli_ok({"/usr/bin/python3", kRef, "run", "--model", hf, "--adapter",
                                   dir.file("adapter"), "--tokens", dir.file("x.i32"), "--targets",
                                   dir.file("y.i32"), "--batch", std::to_string(W), "--seq",
                                   std::to_string(T), "--out", dir.file("ref.safetensors")});
@@ -119,19 +108,19 @@ TEST(LoraCli, Stage3EqualsStage0AndTheAdapterEvaluatesAsTheMergedModelAndPyTorch
   std::vector<std::string> resume{ZT_BIN, "train", "--model", other, "--deepspeed",
                                   ds_config(0, 8), "--load", dir.file("ck")};
   resume.insert(resume.end(), lora.begin(), lora.end());
-  auto r = run(resume);
+  auto r = run_cli(resume);
   EXPECT_NE(r.exit_code, 0);
   EXPECT_NE(r.err.find("another base model"), std::string::npos) << r.err;
-  r = run({ZT_BIN, "checkpoint", "export", dir.file("ck"), "--to", dir.file("bad"), "--merge",
+  r = run_cli({ZT_BIN, "checkpoint", "export", dir.file("ck"), "--to", dir.file("bad"), "--merge",
            "--base", other});
   EXPECT_NE(r.exit_code, 0);
   EXPECT_NE(r.err.find("not the base"), std::string::npos) << r.err;
   // A plain export of a LoRA checkpoint says what to do instead.
-  r = run({ZT_BIN, "checkpoint", "export", dir.file("ck"), "--to", dir.file("plain")});
+  r = run_cli({ZT_BIN, "checkpoint", "export", dir.file("ck"), "--to", dir.file("plain")});
   EXPECT_NE(r.err.find("--adapter"), std::string::npos) << r.err;
   // A malformed adapter: a missing key, refused with the file's path.
   std::ofstream(dir.file("adapter/adapter_config.json")) << R"({"r": 4, "lora_alpha": 8})";
-  r = run({ZT_BIN, "eval", "--model", hf, "--adapter", dir.file("adapter"), "--data", data,
+  r = run_cli({ZT_BIN, "eval", "--model", hf, "--adapter", dir.file("adapter"), "--data", data,
            "--max-windows", "1", "--seq-len", "64"});
   EXPECT_NE(r.exit_code, 0);
   EXPECT_NE(r.err.find("adapter_config.json: missing config key 'target_modules'"),

@@ -18,33 +18,19 @@
 #include <regex>
 
 #include "integration/subprocess.h"
+#include "train/cli_util.h"
 #include "train/test_util.h"
 
 namespace zerotrain::train {
 namespace {
 
 using Json = nlohmann::json;
-using zerotrain::testing::run_process;
+using testing::metrics_losses;
+using testing::run_cli;
+using testing::run_cli_ok;
 const std::string kSource = ZT_SOURCE_DIR;
 const std::string kRef = kSource + "/tests/model/llama/llama_reference.py";
 const std::string kBnb = kSource + "/tests/device/quant4/bnb_reference.py";
-
-zerotrain::testing::ProcessResult run(const std::vector<std::string>& argv, int seconds = 180) {
-  return run_process(argv, std::chrono::seconds(seconds), {"OMP_NUM_THREADS=1"});
-}
-
-std::string run_ok(const std::vector<std::string>& argv) {
-  auto r = run(argv);
-  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
-  return r.out;
-}
-
-std::vector<double> losses(const std::string& metrics) {
-  std::vector<double> v;
-  std::ifstream in(metrics);
-  for (std::string line; std::getline(in, line);) v.push_back(Json::parse(line)["loss"]);
-  return v;
-}
 
 void expect_same_curve(const std::vector<double>& a, const std::vector<double>& b, double rel,
                        const std::string& what) {
@@ -79,32 +65,34 @@ class QloraCli : public ::testing::Test {
         "hidden_size": 64, "intermediate_size": 96, "num_hidden_layers": 2,
         "num_attention_heads": 4, "num_key_value_heads": 2, "rms_norm_eps": 1e-5,
         "rope_theta": 10000.0, "max_position_embeddings": 128, "tie_word_embeddings": false})";
-    run_ok({"/usr/bin/python3", kRef, "make", "--config", dir_.file("cfg.json"), "--out", hf_,
-            "--seed", "3", "--std", "0.05"});
-    run_ok({ZT_BIN, "data", "generate", data_});
+    run_cli_ok({"/usr/bin/python3", kRef, "make", "--config", dir_.file("cfg.json"), "--out", hf_,
+                "--seed", "3", "--std", "0.05"});
+    run_cli_ok({ZT_BIN, "data", "generate", data_});
   }
   // A ds_config; `extra` is spliced into its top level.
   std::string ds_config(const std::string& name, int stage, int micro, const std::string& extra) {
     const std::string p = dir_.file(name + ".json");
     std::ofstream(p) << R"({"train_micro_batch_size_per_gpu": )" << micro
                      << R"(, "optimizer": {"type": "AdamW", "params": {"lr": 0.01}},
-                           "zero_optimization": {"stage": )" << stage << "}" << extra << "}";
+                           "zero_optimization": {"stage": )"
+                     << stage << "}" << extra << "}";
     return p;
   }
   // `train` over `model` with `args`; the log, the losses in `metrics`.
-  std::string train(const std::string& model, const std::string& config,
-                    const std::string& metrics, std::vector<std::string> args) {
-    std::vector<std::string> a{ZT_BIN,       "train",     "--model",   model,
-                               "--deepspeed", config,     "--metrics", dir_.file(metrics),
-                               "--steps",     "5",        "--seq-len", "64",
-                               "--eval-interval", "0",    "--data",    data_};
+  std::string train(const std::string& model, const std::string& config, const std::string& metrics,
+                    std::vector<std::string> args) {
+    std::vector<std::string> a{
+        ZT_BIN,      "train",     "--model",          model,     "--deepspeed",
+        config,      "--metrics", dir_.file(metrics), "--steps", "5",
+        "--seq-len", "64",        "--eval-interval",  "0",       "--data",
+        data_};
     a.insert(a.end(), args.begin(), args.end());
-    return run_ok(a);
+    return run_cli_ok(a);
   }
   std::string dequantized(const std::string& name, const std::vector<std::string>& how) {
     std::vector<std::string> a{"/usr/bin/python3", kBnb, "model", hf_, dir_.file(name)};
     a.insert(a.end(), how.begin(), how.end());
-    run_ok(a);
+    run_cli_ok(a);
     return dir_.file(name);
   }
 
@@ -123,8 +111,8 @@ TEST_F(QloraCli, Nf4DoubleQuantTrainsAsLoraOverTheDequantizedBaseAndStoresItsFor
   const std::string log4 = train(hf_, z0, "q.jsonl", saved);
   const std::string logd = train(deq, z0, "d.jsonl", lora_);
   train(hf_, z0, "f.jsonl", lora_);
-  const auto q4 = losses(dir_.file("q.jsonl")), d = losses(dir_.file("d.jsonl")),
-             f = losses(dir_.file("f.jsonl"));
+  const auto q4 = metrics_losses(dir_.file("q.jsonl")), d = metrics_losses(dir_.file("d.jsonl")),
+             f = metrics_losses(dir_.file("f.jsonl"));
   expect_same_curve(q4, d, 1e-5, "QLoRA vs LoRA over the dequantized base");
   ASSERT_EQ(q4.size(), f.size());
   EXPECT_GT(std::abs(q4[0] - f[0]), 1e-4) << "the 4-bit base changes the loss";
@@ -138,14 +126,14 @@ TEST_F(QloraCli, Nf4DoubleQuantTrainsAsLoraOverTheDequantizedBaseAndStoresItsFor
   ASSERT_GT(fp32, 0) << logd;
   int64_t expect = fp32 + 4 * (16 + 256);
   for (int64_t n : {4096, 2048, 2048, 4096, 6144, 6144, 6144})  // q k v o gate up down
-    expect += 2 * (quant4_bytes(n, true) - 4 * n);             // 2 layers
+    expect += 2 * (quant4_bytes(n, true) - 4 * n);              // 2 layers
   EXPECT_EQ(four, expect);
   // `zerotrain estimate` counts the same store and trainable Ψ in advance.
   for (const bool four_bit : {true, false}) {
-    std::vector<std::string> e{ZT_BIN, "estimate", "--model", hf_, "--offload", "none",
-                               "--lora-r", "4", "--lora-alpha", "8"};
+    std::vector<std::string> e{ZT_BIN,     "estimate", "--model",      hf_, "--offload", "none",
+                               "--lora-r", "4",        "--lora-alpha", "8"};
     if (four_bit) e.push_back("--load-in-4bit");
-    const std::string text = run_ok(e);
+    const std::string text = run_cli_ok(e);
     std::smatch frozen, trainable, run_trainable;
     ASSERT_TRUE(std::regex_search(text, frozen, std::regex(R"(the frozen base, ([\d,]+) bytes)")))
         << text;
@@ -159,8 +147,8 @@ TEST_F(QloraCli, Nf4DoubleQuantTrainsAsLoraOverTheDequantizedBaseAndStoresItsFor
   // The engine's memory report counts the same store on the device.
   std::smatch store, report;
   ASSERT_TRUE(std::regex_search(log4, store, std::regex(R"(frozen store ([\d.]+ [KMG]?i?B) \()")));
-  ASSERT_TRUE(std::regex_search(log4, report,
-                                std::regex(R"(memory per rank: device [^(]*\(params [^,]*, frozen ([^,]*),)")))
+  ASSERT_TRUE(std::regex_search(
+      log4, report, std::regex(R"(memory per rank: device [^(]*\(params [^,]*, frozen ([^,]*),)")))
       << log4;
   EXPECT_EQ(store[1], report[1]);
   const double bits = 8.0 * static_cast<double>(quant4_bytes(1 << 20, true)) / (1 << 20);
@@ -170,14 +158,14 @@ TEST_F(QloraCli, Nf4DoubleQuantTrainsAsLoraOverTheDequantizedBaseAndStoresItsFor
   // The trained adapter, evaluated on the 4-bit base it trained over
   // (`eval --load-in-4bit`: the base rounded, then the adapter merged), is
   // the adapter on the dequantized copy, and not the adapter on the fp32 base.
-  run_ok({ZT_BIN, "checkpoint", "export", dir_.file("ck"), "--to", dir_.file("adapter"),
-          "--adapter"});
+  run_cli_ok(
+      {ZT_BIN, "checkpoint", "export", dir_.file("ck"), "--to", dir_.file("adapter"), "--adapter"});
   auto eval = [&](std::vector<std::string> extra) {
-    std::vector<std::string> a{ZT_BIN, "eval", "--data", data_, "--seq-len", "64",
-                               "--max-windows", "4", "--batch", "4", "--json", "--adapter",
-                               dir_.file("adapter")};
+    std::vector<std::string> a{
+        ZT_BIN,    "eval", "--data", data_,       "--seq-len",         "64", "--max-windows", "4",
+        "--batch", "4",    "--json", "--adapter", dir_.file("adapter")};
     a.insert(a.end(), extra.begin(), extra.end());
-    return Json::parse(run_ok(a))["mean_loss"].get<double>();
+    return Json::parse(run_cli_ok(a))["mean_loss"].get<double>();
   };
   const double on_4bit = eval({"--model", hf_, "--load-in-4bit"});
   EXPECT_NEAR(on_4bit, eval({"--model", deq}), 1e-6 * on_4bit);
@@ -187,8 +175,8 @@ TEST_F(QloraCli, Nf4DoubleQuantTrainsAsLoraOverTheDequantizedBaseAndStoresItsFor
   const std::string b0 = ds_config("b0", 0, 8, R"(, "bf16": {"enabled": true})");
   train(hf_, b0, "qb.jsonl", q);
   train(deq, b0, "db.jsonl", lora_);
-  const auto qb = losses(dir_.file("qb.jsonl"));
-  expect_same_curve(qb, losses(dir_.file("db.jsonl")), 1e-5, "bf16 QLoRA vs bf16 LoRA");
+  const auto qb = metrics_losses(dir_.file("qb.jsonl"));
+  expect_same_curve(qb, metrics_losses(dir_.file("db.jsonl")), 1e-5, "bf16 QLoRA vs bf16 LoRA");
   expect_same_curve(qb, q4, 2e-2, "bf16 QLoRA vs fp32 QLoRA");
 }
 
@@ -197,42 +185,62 @@ TEST_F(QloraCli, Fp4AndStage3FromTheConfigFileFollowTheirReferences) {
   const std::string deq = dequantized("deq_fp4", {"--type", "fp4"});
   const std::string z0 = ds_config("z0", 0, 8, "");
   std::vector<std::string> q = lora_;
-  for (const char* s : {"--quantization_bit", "4", "--quantization_type", "fp4",
-                        "--double_quantization", "false"})
+  for (const char* s :
+       {"--quantization_bit", "4", "--quantization_type", "fp4", "--double_quantization", "false"})
     q.emplace_back(s);
   const std::string log = train(hf_, z0, "q.jsonl", q);
   EXPECT_NE(log.find("4-bit fp4 blocksize 64"), std::string::npos) << log;
   train(deq, z0, "d.jsonl", lora_);
-  const auto q4 = losses(dir_.file("q.jsonl"));
-  expect_same_curve(q4, losses(dir_.file("d.jsonl")), 1e-5, "FP4 QLoRA vs LoRA over its base");
+  const auto q4 = metrics_losses(dir_.file("q.jsonl"));
+  expect_same_curve(q4, metrics_losses(dir_.file("d.jsonl")), 1e-5,
+                    "FP4 QLoRA vs LoRA over its base");
 
   // Stage 3 on 2 ranks, QLoRA from the ds_config's lora section: the same
   // global batch, the same trajectory.
   const std::string z3 = ds_config("z3", 3, 4, R"(, "lora": {"r": 4, "lora_alpha": 8,
       "load_in_4bit": true, "bnb_4bit_quant_type": "fp4", "bnb_4bit_use_double_quant": false})");
-  run_ok({ZT_BIN, "run", "--num_gpus", "2", "--", ZT_BIN, "train", "--model", hf_,
-          "--deepspeed", z3, "--metrics", dir_.file("s3.jsonl"), "--steps", "5", "--seq-len",
-          "64", "--eval-interval", "0", "--data", data_});
-  expect_same_curve(losses(dir_.file("s3.jsonl")), q4, 1e-5, "stage 3 x2 vs stage 0");
+  run_cli_ok({ZT_BIN,
+              "run",
+              "--num_gpus",
+              "2",
+              "--",
+              ZT_BIN,
+              "train",
+              "--model",
+              hf_,
+              "--deepspeed",
+              z3,
+              "--metrics",
+              dir_.file("s3.jsonl"),
+              "--steps",
+              "5",
+              "--seq-len",
+              "64",
+              "--eval-interval",
+              "0",
+              "--data",
+              data_});
+  expect_same_curve(metrics_losses(dir_.file("s3.jsonl")), q4, 1e-5, "stage 3 x2 vs stage 0");
 }
 
 TEST_F(QloraCli, RefusalsNameTheFix) {
   const std::string z0 = ds_config("z0", 0, 8, "");
-  auto r = run({ZT_BIN, "train", "--model", hf_, "--deepspeed", z0, "--load-in-4bit", "--steps",
-                "1", "--seq-len", "64", "--data", data_});
+  auto r = run_cli({ZT_BIN, "train", "--model", hf_, "--deepspeed", z0, "--load-in-4bit", "--steps",
+                    "1", "--seq-len", "64", "--data", data_});
   EXPECT_NE(r.exit_code, 0);
   EXPECT_NE(r.err.find("give --lora-r"), std::string::npos) << r.err;
-  r = run({ZT_BIN, "train", "--model", hf_, "--deepspeed", z0, "--lora-r", "4",
-           "--quantization-bit", "8", "--steps", "1", "--seq-len", "64", "--data", data_});
+  r = run_cli({ZT_BIN, "train", "--model", hf_, "--deepspeed", z0, "--lora-r", "4",
+               "--quantization-bit", "8", "--steps", "1", "--seq-len", "64", "--data", data_});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("only 4"), std::string::npos) << r.err;
-  r = run({ZT_BIN, "train", "--model", hf_, "--deepspeed", z0, "--lora-r", "4",
-           "--bnb-4bit-quant-type", "int4", "--steps", "1", "--seq-len", "64", "--data", data_});
+  r = run_cli({ZT_BIN, "train", "--model", hf_, "--deepspeed", z0, "--lora-r", "4",
+               "--bnb-4bit-quant-type", "int4", "--steps", "1", "--seq-len", "64", "--data",
+               data_});
   EXPECT_NE(r.exit_code, 0);
   EXPECT_NE(r.err.find("int4"), std::string::npos) << r.err;
   const std::string typo = ds_config("typo", 0, 8, R"(, "lora": {"r": 4, "load_in_4bits": true})");
-  r = run({ZT_BIN, "train", "--model", hf_, "--deepspeed", typo, "--steps", "1", "--seq-len",
-           "64", "--data", data_});
+  r = run_cli({ZT_BIN, "train", "--model", hf_, "--deepspeed", typo, "--steps", "1", "--seq-len",
+               "64", "--data", data_});
   EXPECT_NE(r.exit_code, 0);
   EXPECT_NE((r.out + r.err).find("load_in_4bit"), std::string::npos) << r.out << r.err;
 }
