@@ -1,5 +1,6 @@
 // `zerotrain estimate`, `zerotrain gpus`, `zerotrain holders`: flags onto
 // tools/ (memory formulas, NVML, /proc scan); no logic of their own.
+#include <algorithm>
 #include <cmath>
 #include <iostream>
 #include <memory>
@@ -27,9 +28,11 @@ struct EstimateFlags {
 };
 
 // LoRA/QLoRA: zerotrain's Ψ is the trainable layout's; the frozen base is
-// a fixed per-rank device cost (model/adapters.h frozen_store_bytes).
+// a per-rank cost of its own, whole or (stage 3) partitioned over `world`
+// ranks (model/adapters.h).
 Status apply_adapters(const EstimateFlags& f, const checkpoint::ResolvedModel& m,
-                      const model::ParamLayout& base, tools::EstimateRequest& r) {
+                      const model::ParamLayout& base, int64_t world,
+                      tools::EstimateRequest& r) {
   ZT_ASSIGN_OR_RETURN(std::optional<device::Quant4Options> q, quant4_options(f.cmd, f.quant4));
   if (f.lora.r <= 0) {
     if (q) return invalid_argument("--load-in-4bit is QLoRA: give --lora-r R too");
@@ -43,7 +46,11 @@ Status apply_adapters(const EstimateFlags& f, const checkpoint::ResolvedModel& m
   r.stage3_persistent_numel = t.stage3_persistent_numel;
   r.largest_group = t.largest_group;
   r.largest_group_name = t.largest_group_name;
-  r.frozen_bytes = model::frozen_store_bytes(plan, base);
+  r.frozen_bytes = model::frozen_store_bytes(plan);
+  r.frozen_stage3_bytes = model::frozen_partition_bytes(plan, static_cast<int>(world));
+  r.frozen_fixed_bytes = plan.quant4 ? device::kQuant4CodeTableBytes : 0;
+  for (int64_t b : plan.frozen_group_bytes)
+    r.frozen_largest_block = std::max(r.frozen_largest_block, b);
   r.adapter_note = "LoRA " + plan.config.describe() + ": " + std::to_string(plan.adapted_linears) +
                    " Linear modules adapted; " + std::to_string(plan.frozen_params) +
                    " frozen parameters" +
@@ -70,7 +77,7 @@ StatusOr<std::string> estimate_text(const EstimateFlags& f) {
     ZT_ASSIGN_OR_RETURN(checkpoint::ResolvedModel m, checkpoint::resolve_model(f.model));
     ZT_ASSIGN_OR_RETURN(model::ParamLayout layout, m.spec.family->layout(m.spec.config));
     r = tools::request_for_model(f.model, tools::model_counts(layout));
-    ZT_RETURN_IF_ERROR(apply_adapters(f, m, layout, r));
+    ZT_RETURN_IF_ERROR(apply_adapters(f, m, layout, f.ranks * f.nodes, r));
   } else {
     if (f.lora.r > 0)
       return invalid_argument("--lora-r: give --model (the adapters need its layout)");

@@ -229,7 +229,8 @@ MemoryReport Engine::memory() const {
   r.model_states = strategy_->model_state_bytes();
   r.host_model_states = strategy_->host_model_state_bytes();
   r.activation_bytes = model_->memory().activation_bytes;
-  r.frozen_bytes = model_->memory().frozen_bytes;
+  r.frozen_bytes = model_->memory().frozen_bytes + strategy_->frozen_bytes();
+  r.host_frozen_bytes = strategy_->host_frozen_bytes();
   r.numel = model_->layout().total_numel();
   r.formula_bytes = zero_formula_bytes(strategy_->stage(), r.numel, comm_->world_size());
   r.pinned_host_bytes = model_->device().pinned_bytes();

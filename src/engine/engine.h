@@ -92,10 +92,13 @@ struct MemoryReport {
   // device's capacity (0: unlimited), as the Device counts them.
   device::MemoryUsage device_usage;
   int64_t device_capacity = 0;
-  // LoRA: the frozen base on the device (fp32 and 4-bit; whole on every rank).
+  // LoRA: the frozen base (fp32 and 4-bit) on the device — whole on every
+  // rank, or stage 3's partition — and in host memory (stage 3 with
+  // offload_param).
   int64_t frozen_bytes = 0;
+  int64_t host_frozen_bytes = 0;
   int64_t device_total() const { return model_states.total() + frozen_bytes + activation_bytes; }
-  int64_t host_total() const { return host_model_states.total(); }
+  int64_t host_total() const { return host_model_states.total() + host_frozen_bytes; }
   int64_t total() const { return device_total() + host_total(); }
 };
 
@@ -153,6 +156,10 @@ class Engine {
   const StepInfo& last_step() const { return last_step_; }
   int64_t gradient_accumulation_steps() const { return gas_; }
   MemoryReport memory() const;
+  // LoRA: the frozen base from `read` (a reader over the model's
+  // base_layout()), as the strategy holds it: stage 3 streams it into its
+  // partition, the others load it whole into the model.
+  Status load_frozen(const model::ReadFlatFn& read) { return strategy_->load_frozen(*model_, read); }
   const PhaseTimes& timings() const { return times_; }
   void reset_timings() { times_ = {}; }
 

@@ -21,14 +21,21 @@ std::string join(const std::set<std::string>& v) {
 
 }  // namespace
 
-int64_t frozen_store_bytes(const AdapterPlan& plan, const ParamLayout& base) {
-  int64_t n = plan.frozen_numel * static_cast<int64_t>(sizeof(float));
-  if (!plan.quant4) return n;
-  for (int i : plan.quantized)
-    n += static_cast<int64_t>(
-        device::quant4_store_layout(base.tensors()[static_cast<size_t>(i)].numel, *plan.quant4)
-            .bytes);
-  return n + device::kQuant4CodeTableBytes;
+int64_t frozen_store_bytes(const AdapterPlan& plan) {
+  int64_t n = plan.quant4 ? device::kQuant4CodeTableBytes : 0;
+  for (int64_t b : plan.frozen_group_bytes) n += b;
+  return n;
+}
+
+int64_t frozen_chunk_floats(int64_t bytes, int world) {
+  const int64_t floats = (bytes + 3) / 4;
+  return (floats + world - 1) / world;
+}
+
+int64_t frozen_partition_bytes(const AdapterPlan& plan, int world) {
+  int64_t n = plan.quant4 ? device::kQuant4CodeTableBytes : 0;
+  for (int64_t b : plan.frozen_group_bytes) n += 4 * frozen_chunk_floats(b, world);
+  return n;
 }
 
 bool held_4bit_when_frozen(const TensorInfo& t) {
@@ -114,6 +121,8 @@ StatusOr<AdapterPlan> plan_adapters(const ParamLayout& base, const LoraConfig& c
   int next = 0;
   for (const GroupInfo& g : base.groups()) {
     b.begin_group(g.name);
+    int64_t fp32_bytes = 0;  // the block's fp32 part, then its 4-bit weights
+    std::vector<int> four_bit;
     for (int i = g.first_tensor; i < g.first_tensor + g.tensor_count; ++i) {
       const TensorInfo& t = tensors[static_cast<size_t>(i)];
       AdaptedTensor& a = plan.of_base[static_cast<size_t>(i)];
@@ -129,9 +138,10 @@ StatusOr<AdapterPlan> plan_adapters(const ParamLayout& base, const LoraConfig& c
         a.quant4 = static_cast<int>(plan.quantized.size());
         plan.quantized.push_back(i);
         plan.quantized_params += t.numel;
+        four_bit.push_back(i);
       } else {
-        a.frozen = plan.frozen_numel;
-        plan.frozen_numel = align_to_param(plan.frozen_numel + t.numel);
+        a.frozen = fp32_bytes;
+        fp32_bytes += align_to_param(t.numel) * static_cast<int64_t>(sizeof(float));
       }
       if (!lora[static_cast<size_t>(i)]) continue;
       const std::string m = hf_module_name(t, "");
@@ -143,6 +153,14 @@ StatusOr<AdapterPlan> plan_adapters(const ParamLayout& base, const LoraConfig& c
       plan.base_of.push_back(i);
       plan.base_of.push_back(i);
     }
+    int64_t at = fp32_bytes;
+    for (int i : four_bit) {
+      plan.of_base[static_cast<size_t>(i)].frozen = at;
+      const auto bytes = static_cast<int64_t>(
+          device::quant4_store_layout(tensors[static_cast<size_t>(i)].numel, *quant4).bytes);
+      at += (bytes + 15) / 16 * 16;
+    }
+    plan.frozen_group_bytes.push_back(at);
   }
   plan.trainable = std::move(b).build();
   return plan;

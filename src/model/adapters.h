@@ -6,6 +6,9 @@
 // [out,r], and a full copy of each modules_to_save tensor. Everything else
 // is frozen: it has no gradient, master weight or optimizer state, and the
 // module keeps it in its frozen store (values loaded once, never reduced).
+// The store is one block of bytes per group (what ZeRO-3 partitions and
+// gathers with the group): the group's fp32 frozen tensors at 64-byte
+// aligned offsets, then its 4-bit weights, each padded to 16 bytes.
 //
 //   ZT_ASSIGN_OR_RETURN(AdapterPlan plan, plan_adapters(base, cfg, "transformer."));
 //   plan.trainable.groups().size() == base.groups().size();   // one per stage
@@ -40,7 +43,7 @@ struct AdaptedTensor {
   int trainable = -1;      // the trainable copy (modules_to_save), else -1
   int lora_a = -1;         // an adapted Linear's lora_A / lora_B, else -1
   int lora_b = -1;
-  int64_t frozen = -1;     // offset in the frozen store (floats), else -1
+  int64_t frozen = -1;     // byte offset in its group's frozen block, else -1 (trains)
   int quant4 = -1;         // index in AdapterPlan::quantized (held 4-bit), else -1
 };
 
@@ -50,7 +53,7 @@ struct AdapterPlan {
   ParamLayout trainable;
   std::vector<AdaptedTensor> of_base;  // [base tensors]
   std::vector<int> base_of;            // [trainable tensors]: the base tensor it adapts or copies
-  int64_t frozen_numel = 0;            // floats of the frozen store (64-byte aligned tensors)
+  std::vector<int64_t> frozen_group_bytes;  // [groups] bytes of each group's frozen block
   int64_t frozen_params = 0;           // elements of the frozen tensors, without alignment
   int adapted_linears = 0;
   std::optional<device::Quant4Options> quant4;  // QLoRA: the 4-bit base's format
@@ -73,10 +76,17 @@ StatusOr<AdapterPlan> plan_adapters(const ParamLayout& base, const LoraConfig& c
 // "transformer." for gpt2, "" otherwise (PEFT's full module names).
 std::string family_hf_prefix(std::string_view family);
 
-// Bytes of the frozen store Module allocates for `plan` over `base`: the
-// fp32 tensors, each 4-bit tensor's buffer (quant4_store_layout) and the
-// code tables once (what `zerotrain estimate` counts; Module::frozen_bytes).
-int64_t frozen_store_bytes(const AdapterPlan& plan, const ParamLayout& base);
+// Bytes of the frozen store Module allocates for `plan`: every group's
+// block and, with 4-bit weights, the code tables once (what `zerotrain
+// estimate` counts; Module::frozen_bytes).
+int64_t frozen_store_bytes(const AdapterPlan& plan);
+// The same when ZeRO-3 partitions each block over `world` ranks: a rank's
+// share of every group (Stage3Strategy's frozen partition: the block as
+// floats, padded to a multiple of world) plus the code tables, which every
+// rank keeps.
+int64_t frozen_partition_bytes(const AdapterPlan& plan, int world);
+// Floats of one rank's chunk of a frozen block of `bytes` bytes over `world` ranks.
+int64_t frozen_chunk_floats(int64_t bytes, int world);
 
 // Whether QLoRA holds base tensor t 4-bit when it is frozen: a Linear
 // weight other than lm_head (bitsandbytes' Linear4bit rule).

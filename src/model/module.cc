@@ -120,6 +120,8 @@ void Module::release_owned_buffers() {
   own_grads_ = {};
   set_parameters(nullptr);
   set_gradients(nullptr);
+  for (device::Buffer& b : frozen_store_) b = {};
+  std::fill(frozen_base_.begin(), frozen_base_.end(), nullptr);
 }
 
 Status Module::init_parameters(uint64_t seed) {
@@ -170,6 +172,10 @@ Status Module::check_bound(int stage, Pass pass) const {
                               ") has no parameter buffer; bind one with set_parameters or "
                               "set_group_parameters");
     }
+    if (adapters_ && frozen_base_[static_cast<size_t>(gi)] == nullptr && frozen_group_bytes(gi) > 0)
+      return invalid_argument("group " + std::to_string(gi) + " (" + layout_.groups()[gi].name +
+                              ") has no frozen base bound; load_frozen, or bind its block with "
+                              "set_group_frozen");
   }
   if (pass == Pass::kForward) return ok_status();
   for (int gi : grad_groups_written(stage)) {

@@ -74,8 +74,10 @@
 // modules_to_save copies, grouped as the base (a group may be empty, numel
 // 0, and then needs no binding). Everything a ZeRO stage binds, gathers,
 // reduces and steps is layout()'s; the frozen base tensors live in the
-// module's frozen store on its device, filled by load_frozen() from a
-// reader over base_layout() and never written by a pass. An adapted Linear
+// module's frozen store on its device, one block per group, filled by
+// load_frozen() from a reader over base_layout() and never written by a
+// pass (ZeRO-3 partitions the blocks and binds gathered ones per stage, as
+// it does the trainable groups). An adapted Linear
 // computes y = W·x + s·B·(A·x); its backward adds into dA, dB and dx only.
 // Frozen tensors get no gradient (their kernels' weight gradients go to a
 // discard buffer or are skipped). With ModuleOptions.base_4bit (QLoRA) the
@@ -196,16 +198,31 @@ class Module {
   // The LoRA plan; null without adapters.
   const AdapterPlan* adapters() const { return adapters_.get(); }
   // Fills the frozen store from `read`, a reader over base_layout() (an HF
-  // directory, a seeded init), a tensor at a time through host memory. OK
-  // and nothing to do without adapters.
-  Status load_frozen(const ReadFlatFn& read);
+  // directory, a seeded init), a tensor at a time through host memory, into
+  // one block per group (adapters.h; the 4-bit weights quantized in it).
+  // With a sink, each group's block goes to sink(g, block) in host memory
+  // instead and the module keeps none (ZeRO-3 keeps its partition and binds
+  // gathered blocks with set_group_frozen). OK and nothing to do without
+  // adapters.
+  using FrozenSink = std::function<Status(int group, std::span<const uint8_t> block)>;
+  Status load_frozen(const ReadFlatFn& read, const FrozenSink& sink = {});
+  // Bytes of group g's frozen block (0 without adapters or frozen tensors).
+  int64_t frozen_group_bytes(int g) const;
+  // Points group g's frozen tensors at `block` (device memory holding the
+  // block load_frozen gave the sink); nullptr unbinds.
+  void set_group_frozen(int g, const uint8_t* block);
+  const uint8_t* group_frozen(int g) const {
+    return adapters_ ? frozen_base_[static_cast<size_t>(g)] : nullptr;
+  }
   // CRC-32 of the frozen values as load_frozen read them (tensor by tensor,
   // fp32, in base order): what a LoRA checkpoint records of its base.
   uint32_t frozen_checksum() const { return frozen_crc_; }
   // The adapter as a checkpoint manifest records it: {"peft": PEFT's
   // adapter_config.json, "base_crc32": frozen_checksum()}; null without.
   nlohmann::json adapter_json() const;
-  // Bytes of the frozen store, the 4-bit weights included (0 without adapters).
+  // Bytes of the frozen store this module holds, the 4-bit weights and code
+  // tables included (0 without adapters; the code tables only after a sink
+  // took the blocks).
   int64_t frozen_bytes() const;
   // Rows of base Linear weight t one GEMM tile decodes (see weight_rows):
   // all of them unless it is held 4-bit.
@@ -237,9 +254,10 @@ class Module {
   Status set_group_parameters_bf16(int g, const BFloat16* base);
   const BFloat16* group_parameters_bf16(int g) const { return param16_base_[g]; }
   void set_hooks(GroupHooks hooks) { hooks_ = std::move(hooks); }
-  // Frees the buffers the module allocated (own_parameters/own_gradients)
-  // and unbinds every group: ZeRO-3 keeps only partitions and binds group
-  // buffers from its hooks. parameters()/gradients() are null afterwards.
+  // Frees the buffers the module allocated (own_parameters/own_gradients,
+  // and the frozen store's blocks) and unbinds every group: ZeRO-3 keeps
+  // only partitions and binds group buffers from its hooks.
+  // parameters()/gradients() are null afterwards.
   void release_owned_buffers();
 
   // Fills the bound parameters (every group) from seed: the family's
@@ -408,18 +426,22 @@ class Module {
 
   Status allocate_adapters();
   Status allocate_quantized();
-  Status store_quantized(int k, const float* host, int64_t numel);
+  void pack_quantized(int k, const float* host, int64_t numel, uint8_t* out);
+  device::Quant4View quant_view(const TensorInfo& t) const;
+  const uint8_t* frozen_block(const TensorInfo& t) const;  // its group's bound block
   const float* trainable_param(int i) const;
   float* trainable_grad(int i) const;
 
   ParamLayout base_layout_, layout_;
   std::shared_ptr<const AdapterPlan> adapters_;
   uint32_t frozen_crc_ = 0;
-  device::Buffer frozen_, lora_h_, lora_u_, grad_sink_;
-  // QLoRA: one buffer per 4-bit weight (codes, then scales), its view, the
-  // code tables, the decode target.
-  std::vector<device::Buffer> quant_store_;
-  std::vector<device::Quant4View> quant_views_;
+  device::Buffer lora_h_, lora_u_, grad_sink_;
+  // The frozen store: each group's owned block, and the block each group is
+  // bound to now (the owned one, a ZeRO-3 gather, or none).
+  std::vector<device::Buffer> frozen_store_;  // [groups]
+  std::vector<const uint8_t*> frozen_base_;   // [groups]
+  // QLoRA: double quant's mean per 4-bit weight, the code tables, the decode target.
+  std::vector<float> quant_offset_;
   device::Buffer quant_codes_, dequant_scratch_;
   ModuleOptions options_;
   device::Device* device_ = nullptr;

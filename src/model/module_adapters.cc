@@ -2,6 +2,7 @@
 // base-tensor resolution, the LoRA GEMMs and the seeded adapter init.
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 
 #include "core/crc32.h"
 #include "device/matmul_desc.h"
@@ -22,10 +23,10 @@ Status Module::allocate_adapters() {
   adapters_ = std::make_shared<const AdapterPlan>(std::move(plan));
   ZT_RETURN_IF_ERROR(allocate_quantized());
   layout_ = adapters_->trainable;
+  // The blocks themselves come with load_frozen (or never: ZeRO-3 keeps a partition).
+  frozen_store_.resize(static_cast<size_t>(base_layout_.num_groups()));
+  frozen_base_.assign(static_cast<size_t>(base_layout_.num_groups()), nullptr);
   using device::MemoryCategory;
-  ZT_ASSIGN_OR_RETURN(frozen_, device_->allocate(
-                                   static_cast<size_t>(adapters_->frozen_numel) * sizeof(float),
-                                   MemoryCategory::kParameters, "frozen base parameters"));
   const auto rows = static_cast<size_t>(options_.max_batch * options_.max_seq);
   const auto r = static_cast<size_t>(adapters_->config.r);
   ZT_ASSIGN_OR_RETURN(lora_h_, device_->allocate(rows * r * sizeof(float),
@@ -60,65 +61,101 @@ Status Module::allocate_quantized() {
   ZT_ASSIGN_OR_RETURN(dequant_scratch_,
                       device_->allocate(static_cast<size_t>(widest) * sizeof(float),
                                         MemoryCategory::kActivations, "4-bit dequantize scratch"));
-  quant_store_.resize(adapters_->quantized.size());
-  quant_views_.resize(adapters_->quantized.size());
+  quant_offset_.assign(adapters_->quantized.size(), 0.0f);
   return ok_status();
 }
 
-Status Module::store_quantized(int k, const float* host, int64_t numel) {
+// Weight k quantized into its place in a host block: codes, then scales
+// (and double quant's second level) at quant4_store_layout's offsets.
+void Module::pack_quantized(int k, const float* host, int64_t numel, uint8_t* out) {
   const device::Quant4Host q = device::quantize_4bit(host, numel, *adapters_->quant4);
-  const device::Quant4StoreLayout l = device::quant4_store_layout(numel, q.options);
-  const size_t scales = q.absmax.size() * sizeof(float) + q.absmax_q.size();
-  const size_t at_scales = l.scales_at, at_absmax2 = l.absmax2_at, bytes = l.bytes;
-  const std::string name = base_layout_.tensors()[static_cast<size_t>(adapters_->quantized[k])].name;
-  ZT_ASSIGN_OR_RETURN(quant_store_[k], device_->allocate(bytes, device::MemoryCategory::kParameters,
-                                                          "4-bit " + name));
-  auto* base = static_cast<uint8_t*>(quant_store_[k].data());
-  ZT_RETURN_IF_ERROR(device_->copy(base, q.packed.data(), q.packed.size()));
-  const void* scale_src = q.absmax.empty() ? static_cast<const void*>(q.absmax_q.data())
-                                           : static_cast<const void*>(q.absmax.data());
-  ZT_RETURN_IF_ERROR(device_->copy(base + at_scales, scale_src, scales));
+  const device::Quant4StoreLayout l = device::quant4_store_layout(numel, *adapters_->quant4);
+  ZT_CHECK(q.options.blocksize == adapters_->quant4->blocksize, "4-bit blocksize changed");
+  std::memcpy(out, q.packed.data(), q.packed.size());
+  if (q.absmax.empty())
+    std::memcpy(out + l.scales_at, q.absmax_q.data(), q.absmax_q.size());
+  else
+    std::memcpy(out + l.scales_at, q.absmax.data(), q.absmax.size() * sizeof(float));
   if (!q.absmax2.empty())
-    ZT_RETURN_IF_ERROR(
-        device_->copy(base + at_absmax2, q.absmax2.data(), q.absmax2.size() * sizeof(float)));
-  const float* codes = quant_codes_.as<float>();
-  device::Quant4View& v = quant_views_[k];
-  v = {.packed = base, .numel = numel, .blocksize = q.options.blocksize, .code = codes};
-  if (q.options.double_quant) {
-    v.absmax_q = base + at_scales;
-    v.absmax2 = reinterpret_cast<const float*>(base + at_absmax2);
-    v.code8 = codes + 16;
-    v.offset = q.offset;
-  } else {
-    v.absmax = reinterpret_cast<const float*>(base + at_scales);
-  }
-  return ok_status();
+    std::memcpy(out + l.absmax2_at, q.absmax2.data(), q.absmax2.size() * sizeof(float));
+  quant_offset_[static_cast<size_t>(k)] = q.offset;
 }
 
-Status Module::load_frozen(const ReadFlatFn& read) {
+device::Quant4View Module::quant_view(const TensorInfo& t) const {
+  const AdaptedTensor& a = adapters_->of_base[static_cast<size_t>(t.index)];
+  const device::Quant4Options& o = *adapters_->quant4;
+  const uint8_t* base = frozen_block(t) + a.frozen;
+  const device::Quant4StoreLayout l = device::quant4_store_layout(t.numel, o);
+  const float* codes = quant_codes_.as<float>();
+  device::Quant4View v{.packed = base, .numel = t.numel, .blocksize = o.blocksize, .code = codes};
+  if (o.double_quant) {
+    v.absmax_q = base + l.scales_at;
+    v.absmax2 = reinterpret_cast<const float*>(base + l.absmax2_at);
+    v.code8 = codes + 16;
+    v.offset = quant_offset_[static_cast<size_t>(a.quant4)];
+  } else {
+    v.absmax = reinterpret_cast<const float*>(base + l.scales_at);
+  }
+  return v;
+}
+
+const uint8_t* Module::frozen_block(const TensorInfo& t) const {
+  const uint8_t* b = frozen_base_[static_cast<size_t>(t.group)];
+  ZT_CHECK(b != nullptr, t.name, " is frozen and its group's frozen block is not bound "
+           "(load_frozen, or a ZeRO-3 gather)");
+  return b;
+}
+
+Status Module::load_frozen(const ReadFlatFn& read, const FrozenSink& sink) {
   if (!adapters_) return ok_status();
   std::vector<float> host;
-  uint32_t crc = 0;
-  for (const TensorInfo& t : base_layout_.tensors()) {
-    const AdaptedTensor& a = adapters_->of_base[static_cast<size_t>(t.index)];
-    if (a.trainable >= 0) continue;
-    host.resize(static_cast<size_t>(t.numel));
-    ZT_RETURN_IF_ERROR(read(t.offset, t.numel, host.data()));
-    crc = crc32_update(crc, host.data(), host.size() * sizeof(float));
-    if (a.quant4 >= 0) {
-      ZT_RETURN_IF_ERROR(store_quantized(a.quant4, host.data(), t.numel));
+  std::vector<uint8_t> block;
+  uint32_t crc = 0;  // tensor by tensor in base order: groups hold consecutive tensors
+  for (const GroupInfo& g : base_layout_.groups()) {
+    const auto gi = static_cast<size_t>(g.index);
+    block.assign(static_cast<size_t>(adapters_->frozen_group_bytes[gi]), 0);
+    for (int i = g.first_tensor; i < g.first_tensor + g.tensor_count; ++i) {
+      const TensorInfo& t = base_layout_.tensors()[static_cast<size_t>(i)];
+      const AdaptedTensor& a = adapters_->of_base[static_cast<size_t>(i)];
+      if (a.trainable >= 0) continue;
+      host.resize(static_cast<size_t>(t.numel));
+      ZT_RETURN_IF_ERROR(read(t.offset, t.numel, host.data()));
+      crc = crc32_update(crc, host.data(), host.size() * sizeof(float));
+      uint8_t* at = block.data() + a.frozen;
+      if (a.quant4 >= 0)
+        pack_quantized(a.quant4, host.data(), t.numel, at);
+      else
+        std::memcpy(at, host.data(), host.size() * sizeof(float));
+    }
+    frozen_store_[gi] = {};
+    frozen_base_[gi] = nullptr;
+    if (sink) {
+      ZT_RETURN_IF_ERROR(sink(g.index, block));
       continue;
     }
-    ZT_RETURN_IF_ERROR(device_->copy(frozen_.as<float>() + a.frozen, host.data(),
-                                     host.size() * sizeof(float)));
+    if (block.empty()) continue;
+    ZT_ASSIGN_OR_RETURN(frozen_store_[gi],
+                        device_->allocate(block.size(), device::MemoryCategory::kParameters,
+                                          "frozen base of " + g.name));
+    ZT_RETURN_IF_ERROR(device_->copy(frozen_store_[gi].data(), block.data(), block.size()));
+    frozen_base_[gi] = static_cast<const uint8_t*>(frozen_store_[gi].data());
   }
   frozen_crc_ = crc;
   return ok_status();
 }
 
+int64_t Module::frozen_group_bytes(int g) const {
+  return adapters_ ? adapters_->frozen_group_bytes[static_cast<size_t>(g)] : 0;
+}
+
+void Module::set_group_frozen(int g, const uint8_t* block) {
+  ZT_CHECK(adapters_ && g >= 0 && g < num_groups(), "set_group_frozen: no frozen group ", g);
+  frozen_base_[static_cast<size_t>(g)] = block;
+}
+
 int64_t Module::frozen_bytes() const {
-  auto n = static_cast<int64_t>(frozen_.bytes() + quant_codes_.bytes());
-  for (const device::Buffer& b : quant_store_) n += static_cast<int64_t>(b.bytes());
+  auto n = static_cast<int64_t>(quant_codes_.bytes());
+  for (const device::Buffer& b : frozen_store_) n += static_cast<int64_t>(b.bytes());
   return n;
 }
 
@@ -132,11 +169,8 @@ StatusOr<const float*> Module::weight_rows(const TensorInfo& t, int64_t r0, int6
   ZT_CHECK(0 <= r0 && r0 < r1 && r1 <= t.shape[0] && r1 - r0 <= weight_tile_rows(t),
            "weight_rows [", r0, ", ", r1, ") of ", t.name, " is not one tile");
   if (!held_4bit(t)) return param(t) + r0 * t.shape[1];
-  const auto k = static_cast<size_t>(adapters_->of_base[static_cast<size_t>(t.index)].quant4);
-  ZT_CHECK(quant_views_[k].packed != nullptr, t.name, " is read before load_frozen() stored it");
   float* out = dequant_scratch_.as<float>();
-  ZT_RETURN_IF_ERROR(
-      ops().dequantize_4bit(quant_views_[k], r0 * t.shape[1], r1 * t.shape[1], out));
+  ZT_RETURN_IF_ERROR(ops().dequantize_4bit(quant_view(t), r0 * t.shape[1], r1 * t.shape[1], out));
   return static_cast<const float*>(out);
 }
 
@@ -165,7 +199,7 @@ const float* Module::param(const TensorInfo& t) const {
   const AdaptedTensor& a = adapters_->of_base[static_cast<size_t>(t.index)];
   if (a.trainable >= 0) return trainable_param(a.trainable);
   ZT_CHECK(a.quant4 < 0, t.name, " is held 4-bit: read it through Module::weight_rows()");
-  return frozen_.as<float>() + a.frozen;
+  return reinterpret_cast<const float*>(frozen_block(t) + a.frozen);
 }
 
 float* Module::grad(const TensorInfo& t) const {

@@ -142,15 +142,28 @@ std::string zerotrain_table(const EstimateRequest& r) {
       if (!wanted(r.offload, offload) || (stage == 0 && offload)) continue;
       StatusOr<MemoryEstimate> m = zero::model_state_bytes(s, stage, offload);
       if (!m.ok()) continue;  // inputs were validated by format_estimate
-      m->device_bytes += r.frozen_bytes;
+      if (stage < 3) {
+        m->device_bytes += r.frozen_bytes;
+      } else if (!offload) {
+        m->device_bytes += r.frozen_stage3_bytes;
+      } else {  // offload_param: the partition in host memory, the code tables not
+        const int64_t host = r.frozen_stage3_bytes - r.frozen_fixed_bytes;
+        m->device_bytes += r.frozen_fixed_bytes;
+        m->host_bytes_per_rank += host;
+        m->host_bytes += host * r.ranks_per_node;
+      }
       o << row(*m, "stage=" + std::to_string(stage) + ", offload=" + (offload ? "cpu " : "none"));
     }
   }
   if (r.largest_group > 0) {
-    const int64_t gather = b.param * r.largest_group;
+    const int64_t gather = b.param * r.largest_group + r.frozen_largest_block;
     o << "stage 3 also gathers one layer group at a time: + " << format_gb(gather)
       << " per rank while it is live (" << format_count(r.largest_group) << " elements"
-      << (r.largest_group_name.empty() ? "" : ", " + r.largest_group_name) << "), not above\n";
+      << (r.largest_group_name.empty() ? "" : ", " + r.largest_group_name)
+      << (r.frozen_largest_block > 0
+              ? " and a frozen block of " + format_count(r.frozen_largest_block) + " bytes"
+              : "")
+      << "), not above\n";
   }
   return o.str();
 }
@@ -228,8 +241,10 @@ StatusOr<std::string> format_estimate(const EstimateRequest& r) {
   if (!r.adapter_note.empty())
     o << r.adapter_note << ".\nzerotrain's Psi below is the trainable state; every row's per "
       << "GPU adds the frozen base, " << format_count(r.frozen_bytes) << " bytes ("
-      << format_gb(r.frozen_bytes) << "), whole on every rank. DeepSpeed's tables count every "
-      << "parameter as trainable, as its estimator does on a PEFT model.\n";
+      << format_gb(r.frozen_bytes) << "), whole on every rank at stages 0-2; stage 3 partitions "
+      << "it, " << format_count(r.frozen_stage3_bytes) << " bytes per rank (in host memory "
+      << "with offload but the code tables). DeepSpeed's tables count every parameter as "
+      << "trainable, as its estimator does on a PEFT model.\n";
   o << "GB = 2^30 bytes, as DeepSpeed prints.\n\n"
     << zerotrain_table(r) << "\n"
     << deepspeed_tables(r);

@@ -36,9 +36,16 @@ struct EstimateRequest {
   int64_t stage3_persistent_numel = 0;  // layout engine, stage 3 (ModelCounts; 0 = unknown)
   double additional_buffer_factor = 1.5;
   OffloadFilter offload = OffloadFilter::kAll;
-  // LoRA: params is the trainable layout's Ψ; the frozen base is on the
-  // device of every rank at every stage (not partitioned, not offloaded).
+  // LoRA: params is the trainable layout's Ψ; the frozen base is whole on
+  // the device of every rank at stages 0-2 (frozen_bytes), and partitioned
+  // at stage 3: frozen_stage3_bytes per rank, of which frozen_fixed_bytes
+  // (the 4-bit code tables) stay on the device with offload_param
+  // (model/adapters.h frozen_partition_bytes); gathering the largest group
+  // adds frozen_largest_block.
   int64_t frozen_bytes = 0;
+  int64_t frozen_stage3_bytes = 0;
+  int64_t frozen_fixed_bytes = 0;
+  int64_t frozen_largest_block = 0;
   std::string adapter_note;  // what the adapters are; empty without
 };
 

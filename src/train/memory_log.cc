@@ -21,6 +21,17 @@ Categories device_categories(const engine::MemoryReport& m) {
   return c;
 }
 
+Categories host_categories(const engine::MemoryReport& m) {
+  const zero::ModelStateBytes& h = m.host_model_states;
+  Categories c{{"params", h.parameters},
+               {"grads", h.gradients},
+               {"master", h.master_weights},
+               {"optimizer", h.optimizer_states},
+               {"buffers", h.buffers}};
+  if (m.host_frozen_bytes > 0) c.insert(c.begin() + 1, {"frozen", m.host_frozen_bytes});
+  return c;
+}
+
 std::string long_list(const Categories& cats) {
   std::string s;
   for (const auto& [name, bytes] : cats) {
@@ -60,13 +71,7 @@ std::string format_memory_report(const engine::MemoryReport& m, int stage) {
   if (m.host_total() == 0)
     s += " (nothing offloaded)";
   else
-    s += " (" +
-         long_list({{"params", h.parameters},
-                    {"grads", h.gradients},
-                    {"master", h.master_weights},
-                    {"optimizer", h.optimizer_states},
-                    {"buffers", h.buffers}}) +
-         "), pinned " + format_bytes(m.pinned_host_bytes);
+    s += " (" + long_list(host_categories(m)) + "), pinned " + format_bytes(m.pinned_host_bytes);
   s += "; model states " +
        format_bytes(states) + ", stage " + std::to_string(stage) + " formula " +
        format_bytes(m.formula_bytes) + "\n";
@@ -81,14 +86,9 @@ std::string format_device_peak(const engine::MemoryReport& m) {
 }
 
 std::string format_memory_compact(const engine::MemoryReport& m) {
-  const zero::ModelStateBytes& h = m.host_model_states;
   std::string s = "dev " + short_list(m.device_total(), device_categories(m));
   if (m.host_total() > 0)
-    s += " host " + short_list(m.host_total(), {{"params", h.parameters},
-                                                {"grads", h.gradients},
-                                                {"master", h.master_weights},
-                                                {"optimizer", h.optimizer_states},
-                                                {"buffers", h.buffers}});
+    s += " host " + short_list(m.host_total(), host_categories(m));
   return s + " MiB";
 }
 

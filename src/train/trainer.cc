@@ -140,8 +140,6 @@ Status Run::init() {
   StatusOr<InitialWeights> init = initial_weights(weights, *model_, o_.seed, o_.init_adapter);
   if (!init.ok()) return init.status().with_context(o_.init_weights.empty() ? "--model" : "--init");
   initial_weights_ = *init;
-  // LoRA: every rank holds the frozen base whole (not partitioned yet).
-  ZT_RETURN_IF_ERROR(model_->load_frozen(init->base));
   if (s_.cfg.comms_logger.enabled) enable_comms_logger();
   engine::EngineOptions eo;
   eo.initial_weights = init->read;
@@ -151,6 +149,8 @@ Status Run::init() {
     eo.configure_threads = false;
   }
   ZT_ASSIGN_OR_RETURN(engine_, engine::Engine::create(s_.cfg, model_.get(), &comm_, eo));
+  // LoRA: the frozen base, whole on every rank or stage 3's partition.
+  ZT_RETURN_IF_ERROR(engine_->load_frozen(init->base));
   LoaderOptions lo{.seq_len = s_.T,
                    .micro_batch = B,
                    .grad_accum_steps = s_.cfg.batch.gradient_accumulation_steps,
@@ -307,6 +307,7 @@ void Run::print_start() {
        << s_.cfg.batch.gradient_accumulation_steps << ", global batch "
        << s_.cfg.batch.train_batch_size << " x " << s_.T << " tokens, " << s_.steps << " steps\n";
   if (const model::AdapterPlan* plan = model_->adapters()) {
+    const int64_t frozen = mem.frozen_bytes + mem.host_frozen_bytes;
     char pct[32];
     std::snprintf(pct, sizeof(pct), "%.4f",
                   100.0 * static_cast<double>(model_->layout().total_numel()) /
@@ -314,8 +315,11 @@ void Run::print_start() {
     out_ << "[zerotrain] LoRA: " << plan->config.describe() << "; " << plan->adapted_linears
          << " Linear modules adapted; trainable " << model_->layout().total_numel()
          << " || frozen " << plan->frozen_params << " (trainable% " << pct << "); frozen store "
-         << format_bytes(model_->frozen_bytes()) << " (" << model_->frozen_bytes()
-         << " bytes) per rank";
+         << format_bytes(frozen) << " (" << frozen << " bytes) per rank";
+    if (s_.cfg.zero.stage == 3)
+      out_ << " (stage 3's partition of " << model::frozen_store_bytes(*plan) << " bytes: "
+           << mem.frozen_bytes << " on the device, " << mem.host_frozen_bytes
+           << " in host memory)";
     if (const auto& q = plan->quant4)
       out_ << "; 4-bit " << device::describe(*q) << ": " << plan->quantized.size()
            << " Linear weights, " << plan->quantized_params << " parameters";

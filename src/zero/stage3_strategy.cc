@@ -70,8 +70,11 @@ StatusOr<std::unique_ptr<Stage3Strategy>> Stage3Strategy::create(model::Module* 
   s->pool_ = BufferPool(&m.device());
   s->layout_ = Stage3Layout(m.layout(), n, comm->rank(), o.param_persistence_threshold,
                             o.model_persistence_threshold);
+  s->buffers_.resize(static_cast<size_t>(m.num_groups()));
+  ZT_RETURN_IF_ERROR(s->allocate_frozen());
   std::vector<int64_t> group_numel;
-  for (const GroupPlan& g : s->layout_.groups()) group_numel.push_back(g.numel);
+  for (const GroupPlan& g : s->layout_.groups())
+    group_numel.push_back(g.numel + s->frozen_chunk_[static_cast<size_t>(g.index)] * n);
   CoordinatorOptions co{.prefetch_bucket_size = o.prefetch_bucket_size,
                         .max_live_parameters = o.max_live_parameters,
                         .max_reuse_distance = o.max_reuse_distance};
@@ -80,7 +83,6 @@ StatusOr<std::unique_ptr<Stage3Strategy>> Stage3Strategy::create(model::Module* 
   ZT_RETURN_IF_ERROR(s->allocate(source));
   // From here on the model holds no parameter or gradient of its own.
   m.release_owned_buffers();
-  s->buffers_.resize(static_cast<size_t>(m.num_groups()));
   s->install_hooks();
   return s;
 }
@@ -89,8 +91,10 @@ Stage3Strategy::~Stage3Strategy() {
   // Nothing may still write into buffers about to be freed.
   for (PendingReduce& p : reduces_)
     if (p.work) (void)p.work->wait();
-  for (GroupBuffers& b : buffers_)
+  for (GroupBuffers& b : buffers_) {
     if (b.gather) (void)b.gather->wait();
+    if (b.frozen_gather) (void)b.frozen_gather->wait();
+  }
   if (hooks_installed_) model_->set_hooks({});
 }
 
@@ -229,7 +233,8 @@ Status Stage3Strategy::start_gather(int g) {
   GroupBuffers& b = buffers_[static_cast<size_t>(g)];
   const auto numel = static_cast<size_t>(layout_.group(g).numel);
   ZT_ASSIGN_OR_RETURN(b.params, pool_.acquire(numel * sizeof(float)));
-  return issue_gather(g, &b.staging, &b.gather);
+  ZT_RETURN_IF_ERROR(issue_gather(g, &b.staging, &b.gather));
+  return issue_frozen_gather(g, &b.frozen, &b.frozen_gather);
 }
 
 Status Stage3Strategy::finish_gather(int g) {
@@ -243,12 +248,14 @@ Status Stage3Strategy::finish_gather(int g) {
     s = unpack_gather(g, b.staging.empty() ? nullptr : &b.staging, group_tensor(g, b.params));
   if (s.ok()) model_->set_group_parameters(g, b.params.as<float>());
   pool_.release(std::move(b.staging));
-  return s;
+  const Status frozen = finish_frozen_gather(g);  // waits even after an error
+  return s.ok() ? frozen : s;
 }
 
 void Stage3Strategy::release(int g) {
   model_->set_group_parameters(g, nullptr);
   pool_.release(std::move(buffers_[static_cast<size_t>(g)].params));
+  release_frozen(g);
 }
 
 Status Stage3Strategy::gather_full_parameters(std::span<float> out) {

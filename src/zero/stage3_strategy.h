@@ -55,6 +55,13 @@
 // reduce_scatter, allgather_partitions, allgather_bucket_size and
 // contiguous_gradients are stage 1-2 keys with no effect here (as in
 // DeepSpeed's stage 3: it always reduce-scatters into partitions).
+// LoRA (stage3_frozen.cc): each group's frozen base block (fp32 and 4-bit
+// tensors, model/adapters.h) is partitioned too, ceil(bytes/4N) floats per
+// rank (in host memory with offload_param), all-gathered into a pooled
+// buffer with the group's parameters and bound with set_group_frozen; the
+// coordinator counts a block's floats among the group's elements. A base
+// the model loaded before create() is cut to this rank's chunks and freed;
+// load_frozen() streams it into the chunks without a whole copy.
 //
 //   ZT_ASSIGN_OR_RETURN(auto s, Stage3Strategy::create(&model, comm, options));
 //   s->coordinator().stats().live_high_water;     // instrumented peak of gathered elements
@@ -106,6 +113,9 @@ class Stage3Strategy : public ZeroStrategy, private GatherBackend {
   std::vector<Range> owned_ranges() const override { return layout_.owned_ranges(); }
   int64_t optimizer_sub_group_size() const override { return options_.sub_group_size; }
   Status gather_full_parameters(std::span<float> out) override;
+  Status load_frozen(model::Module& m, const model::ReadFlatFn& read) override;
+  int64_t frozen_bytes() const override;
+  int64_t host_frozen_bytes() const override;
 
   const Stage3Layout& layout() const { return layout_; }
   const ParamCoordinator& coordinator() const { return coordinator_; }
@@ -120,6 +130,8 @@ class Stage3Strategy : public ZeroStrategy, private GatherBackend {
     device::Buffer grads;    // [numel] fp32, bound during its backward
     device::Buffer staging;  // the gather's N chunks, storage dtype
     comm::WorkPtr gather;
+    device::Buffer frozen;   // the frozen block's N chunks, bound while gathered
+    comm::WorkPtr frozen_gather;
   };
   struct PendingReduce {  // one reduce-scatter bucket in flight
     device::Buffer staging;
@@ -155,6 +167,12 @@ class Stage3Strategy : public ZeroStrategy, private GatherBackend {
   Status finish_reduce(PendingReduce& p);
   Status drain_reduces();
   Status refresh_persistent();
+  // The frozen base (stage3_frozen.cc).
+  Status allocate_frozen();
+  Tensor frozen_chunk(int g) const;
+  Status issue_frozen_gather(int g, device::Buffer* all, comm::WorkPtr* work);
+  Status finish_frozen_gather(int g);
+  void release_frozen(int g);
 
   model::Module* model_;
   comm::Communicator* comm_;
@@ -172,6 +190,8 @@ class Stage3Strategy : public ZeroStrategy, private GatherBackend {
   Tensor owned_grads_;                 // what the engine reads: grads_ or step_grads_
   device::Buffer persistent_;          // [persistent_numel] fp32 whole copies
   std::vector<GroupBuffers> buffers_;  // [num_groups]
+  PartitionArray frozen_part_;         // this rank's chunk of every frozen block
+  std::vector<int64_t> frozen_at_, frozen_chunk_;  // [num_groups] its offset, floats
   BufferPool pool_;
   std::deque<PendingReduce> reduces_;
   bool hooks_installed_ = false;

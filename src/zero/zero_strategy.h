@@ -33,6 +33,7 @@
 #include "core/range.h"
 #include "core/status.h"
 #include "core/tensor.h"
+#include "model/module.h"
 #include "zero/memory_model.h"
 
 namespace zerotrain::zero {
@@ -96,6 +97,15 @@ class ZeroStrategy {
   // (sub_group_size: bounds the optimizer's working set); 0: one chunk. The
   // optimizers are element-wise, so chunking never changes the result.
   virtual int64_t optimizer_sub_group_size() const { return 0; }
+  // LoRA: fills m's frozen base from `read` (Module::load_frozen); stage 3
+  // keeps only this rank's partition of it.
+  virtual Status load_frozen(model::Module& m, const model::ReadFlatFn& read) {
+    return m.load_frozen(read);
+  }
+  // The frozen base this strategy holds in device / host memory (stage 3's
+  // partition; the other stages leave it whole in the model).
+  virtual int64_t frozen_bytes() const { return 0; }
+  virtual int64_t host_frozen_bytes() const { return 0; }
 
  protected:
   // Whether ranks hold different parts of the gradients (stages 1-3), so

@@ -305,13 +305,23 @@ TEST(QloraPlan, FrozenLinearWeightsButTheHeadAreHeld4BitAndGpt2IsRefused) {
     const bool linear = t.shape.size() == 2 && t.name.ends_with("_proj.weight");
     const bool saved = t.name.find("o_proj") != std::string::npos;
     EXPECT_EQ(a.quant4 >= 0, linear && !saved) << t.name;
-    EXPECT_EQ(a.frozen >= 0, !linear && !saved) << t.name;
+    EXPECT_EQ(a.frozen >= 0, !saved) << t.name;  // its place in the group's frozen block
     if (a.quant4 >= 0) held += t.numel;
   }
   EXPECT_EQ(held, four->quantized_params);
   EXPECT_EQ(static_cast<int>(four->quantized.size()), 6 * cfg["num_hidden_layers"].get<int>());
   EXPECT_EQ(four->frozen_params, fp32->frozen_params);
-  EXPECT_EQ(four->frozen_numel, fp32->frozen_numel - held);  // every numel here is 16-aligned
+  // The store: the fp32 one less the held weights' floats (every numel here
+  // is 16-aligned), plus each one's 4-bit buffer padded to 16 bytes and the
+  // code tables.
+  int64_t expect = frozen_store_bytes(*fp32) - 4 * held + device::kQuant4CodeTableBytes;
+  for (int i : four->quantized) {
+    const auto bytes = static_cast<int64_t>(
+        device::quant4_store_layout(base.tensors()[static_cast<size_t>(i)].numel, *four->quant4)
+            .bytes);
+    expect += (bytes + 15) / 16 * 16;
+  }
+  EXPECT_EQ(frozen_store_bytes(*four), expect);
 
   auto gpt2 = model_spec("gpt2-tiny");
   ASSERT_TRUE(gpt2.ok());
@@ -361,7 +371,9 @@ TEST(QloraModule, EqualsLoraOverTheDequantizedBaseForAnyTile) {
       ASSERT_TRUE(m.ok()) << m.status().to_string();
       ASSERT_TRUE((*m)->load_frozen(host_reader(tile < 0 ? dequantized : base)).ok());
       const TensorInfo& q_proj = (*m)->base_layout().tensors()[static_cast<size_t>(probe->quantized[0])];
-      if (tile == 100) EXPECT_EQ((*m)->weight_tile_rows(q_proj), 3);  // 100 / 32 columns
+      if (tile == 100) {
+        EXPECT_EQ((*m)->weight_tile_rows(q_proj), 3);  // 100 / 32 columns
+      }
       std::vector<float> trainable(static_cast<size_t>((*m)->layout().total_numel()));
       (*m)->init_range(5, 0, static_cast<int64_t>(trainable.size()), trainable.data());
       std::normal_distribution<float> n(0.0f, 0.2f);

@@ -16,6 +16,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <regex>
+#include <tuple>
 
 #include "integration/subprocess.h"
 #include "train/cli_util.h"
@@ -55,6 +56,10 @@ int64_t quant4_bytes(int64_t n, bool double_quant) {
   const int64_t blocks = n / 64;
   return n / 2 + (double_quant ? blocks + 4 * ((blocks + 255) / 256) : 4 * blocks);
 }
+// The same padded to 16 bytes: each weight's place in its group's block.
+int64_t quant4_block_bytes(int64_t n, bool double_quant) {
+  return (quant4_bytes(n, double_quant) + 15) / 16 * 16;
+}
 
 class QloraCli : public ::testing::Test {
  protected:
@@ -69,14 +74,43 @@ class QloraCli : public ::testing::Test {
                 "--seed", "3", "--std", "0.05"});
     run_cli_ok({ZT_BIN, "data", "generate", data_});
   }
-  // A ds_config; `extra` is spliced into its top level.
-  std::string ds_config(const std::string& name, int stage, int micro, const std::string& extra) {
+  // A ds_config; `extra` is spliced into its top level, `zero` into its
+  // zero_optimization section.
+  std::string ds_config(const std::string& name, int stage, int micro, const std::string& extra,
+                        const std::string& zero = "") {
     const std::string p = dir_.file(name + ".json");
     std::ofstream(p) << R"({"train_micro_batch_size_per_gpu": )" << micro
                      << R"(, "optimizer": {"type": "AdamW", "params": {"lr": 0.01}},
                            "zero_optimization": {"stage": )"
-                     << stage << "}" << extra << "}";
+                     << stage << zero << "}" << extra << "}";
     return p;
+  }
+  // `train` on `ranks` processes through `zerotrain run`.
+  std::string train_on(int ranks, const std::string& config, const std::string& metrics,
+                       std::vector<std::string> args) {
+    std::vector<std::string> a{ZT_BIN,
+                               "run",
+                               "--num_gpus",
+                               std::to_string(ranks),
+                               "--",
+                               ZT_BIN,
+                               "train",
+                               "--model",
+                               hf_,
+                               "--deepspeed",
+                               config,
+                               "--metrics",
+                               dir_.file(metrics),
+                               "--steps",
+                               "5",
+                               "--seq-len",
+                               "64",
+                               "--eval-interval",
+                               "0",
+                               "--data",
+                               data_};
+    a.insert(a.end(), args.begin(), args.end());
+    return run_cli_ok(a);
   }
   // `train` over `model` with `args`; the log, the losses in `metrics`.
   std::string train(const std::string& model, const std::string& config, const std::string& metrics,
@@ -121,12 +155,12 @@ TEST_F(QloraCli, Nf4DoubleQuantTrainsAsLoraOverTheDequantizedBaseAndStoresItsFor
       << log4;
 
   // Bytes: LoRA's fp32 store less the Linear weights' fp32, plus their
-  // 4-bit form and the code tables (16 + 256 floats).
+  // 4-bit form (each padded to 16 bytes) and the code tables (16 + 256 floats).
   const int64_t fp32 = frozen_store_bytes(logd), four = frozen_store_bytes(log4);
   ASSERT_GT(fp32, 0) << logd;
   int64_t expect = fp32 + 4 * (16 + 256);
   for (int64_t n : {4096, 2048, 2048, 4096, 6144, 6144, 6144})  // q k v o gate up down
-    expect += 2 * (quant4_bytes(n, true) - 4 * n);              // 2 layers
+    expect += 2 * (quant4_block_bytes(n, true) - 4 * n);        // 2 layers
   EXPECT_EQ(four, expect);
   // `zerotrain estimate` counts the same store and trainable Ψ in advance.
   for (const bool four_bit : {true, false}) {
@@ -221,6 +255,79 @@ TEST_F(QloraCli, Fp4AndStage3FromTheConfigFileFollowTheirReferences) {
               "--data",
               data_});
   expect_same_curve(metrics_losses(dir_.file("s3.jsonl")), q4, 1e-5, "stage 3 x2 vs stage 0");
+}
+
+// "memory per rank: device ... (params X, frozen Y, ...)": Y of the device
+// or the host line; empty when the line has no frozen part.
+std::string frozen_in(const std::string& log, const std::string& where) {
+  std::smatch m;
+  const std::regex re("memory per rank: " + where + R"( [^(]*\(params [^,]*, frozen ([^,)]*))");
+  return std::regex_search(log, m, re) ? m[1].str() : "";
+}
+
+// `estimate --ranks N`'s stage-3 frozen bytes per rank.
+int64_t estimated_stage3_frozen(const std::string& text) {
+  std::smatch m;
+  if (!std::regex_search(text, m, std::regex(R"(stage 3 partitions it, ([\d,]+) bytes per rank)")))
+    return -1;
+  std::string n = m[1];
+  std::erase(n, ',');
+  return std::stoll(n);
+}
+
+// ZeRO-3 partitions the frozen base like the trainable parameters and
+// gathers it per stage: on 3 ranks (blocks that do not split evenly), fp32
+// LoRA on the device and NF4 QLoRA offloaded (offload_param, overlap_comm
+// and prefetch on) follow stage 0's curves on the same global batch; each
+// rank holds a third of the store (at most a few padding floats per group
+// more, the code tables whole), which `estimate` predicts to the byte.
+TEST_F(QloraCli, Stage3PartitionsTheFrozenBaseAndOffloadsIt) {
+  const std::string z0 = ds_config("z0", 0, 6, "");
+  const std::string z3 = ds_config("z3", 3, 2, "", R"(, "overlap_comm": true,
+      "stage3_prefetch_bucket_size": 100000, "stage3_param_persistence_threshold": 0)");
+  const std::string z3_off = ds_config("z3o", 3, 2, "", R"(, "overlap_comm": true,
+      "stage3_prefetch_bucket_size": 100000, "offload_param": {"device": "cpu"})");
+  std::vector<std::string> q = lora_;
+  q.push_back("--load-in-4bit");
+  const std::string log_f0 = train(hf_, z0, "f0.jsonl", lora_);
+  const std::string log_q0 = train(hf_, z0, "q0.jsonl", q);
+  const std::string log_f3 = train_on(3, z3, "f3.jsonl", lora_);
+  const std::string log_q3 = train_on(3, z3_off, "q3.jsonl", q);
+  expect_same_curve(metrics_losses(dir_.file("f3.jsonl")), metrics_losses(dir_.file("f0.jsonl")),
+                    1e-5, "LoRA stage 3 x3 vs stage 0");
+  expect_same_curve(metrics_losses(dir_.file("q3.jsonl")), metrics_losses(dir_.file("q0.jsonl")),
+                    1e-5, "QLoRA stage 3 x3 offloaded vs stage 0");
+
+  const int64_t groups = 4;  // embeddings, 2 layers, final norm + head
+  for (const auto& [whole_log, part_log, tables] :
+       {std::tuple{log_f0, log_f3, int64_t{0}}, std::tuple{log_q0, log_q3, int64_t{1088}}}) {
+    const int64_t whole = frozen_store_bytes(whole_log), part = frozen_store_bytes(part_log);
+    ASSERT_GT(whole, 0) << whole_log;
+    ASSERT_GT(part, 0) << part_log;
+    // 3·part = whole + 2·tables + the padding of each block to 12 bytes.
+    const int64_t pad = 3 * part - 2 * tables - whole;
+    EXPECT_GE(pad, 0) << part_log;
+    EXPECT_LT(pad, 12 * groups) << part_log;
+    std::vector<std::string> e{ZT_BIN,     "estimate", "--model",      hf_, "--ranks", "3",
+                               "--lora-r", "4",        "--lora-alpha", "8"};
+    if (tables > 0) e.push_back("--load-in-4bit");
+    EXPECT_EQ(estimated_stage3_frozen(run_cli_ok(e)), part);
+  }
+  // On the device: LoRA's partition; QLoRA's offloaded one leaves only the
+  // code tables there, and the host memory holds the rest; the memory lines
+  // say the same.
+  const int64_t q3 = frozen_store_bytes(log_q3);
+  EXPECT_NE(log_f3.find(" bytes: " + std::to_string(frozen_store_bytes(log_f3)) +
+                        " on the device, 0 in host memory)"),
+            std::string::npos)
+      << log_f3;
+  EXPECT_NE(log_q3.find(" bytes: 1088 on the device, " + std::to_string(q3 - 1088) +
+                        " in host memory)"),
+            std::string::npos)
+      << log_q3;
+  EXPECT_NE(frozen_in(log_f3, "device"), "") << log_f3;
+  EXPECT_EQ(frozen_in(log_f3, "host"), "") << log_f3;
+  EXPECT_NE(frozen_in(log_q3, "host"), "") << log_q3;
 }
 
 TEST_F(QloraCli, RefusalsNameTheFix) {
