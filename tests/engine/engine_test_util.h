@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <memory>
 #include <random>
 #include <string>
 #include <vector>
@@ -24,9 +25,10 @@ inline model::gpt2::GptConfig micro_gpt() {
 
 // On `device` (null: the CPU device).
 inline model::gpt2::GptModel make_model(int64_t max_batch, uint64_t seed = 7,
-                                        device::Device* device = nullptr) {
-  StatusOr<model::gpt2::GptModel> m =
-      model::gpt2::GptModel::create(micro_gpt(), {.max_batch = max_batch, .device = device});
+                                        device::Device* device = nullptr,
+                                        std::shared_ptr<const model::LoraConfig> lora = {}) {
+  StatusOr<model::gpt2::GptModel> m = model::gpt2::GptModel::create(
+      micro_gpt(), {.max_batch = max_batch, .device = device, .lora = std::move(lora)});
   ZT_CHECK(m.ok(), m.status().to_string());
   const Status init = m->init_parameters(seed);
   ZT_CHECK(init.ok(), init.to_string());

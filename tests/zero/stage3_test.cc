@@ -238,5 +238,43 @@ TEST(Stage3, ModelStateBytesAreSixteenPsiOverNWhereverOffloadPutsThem) {
       }
 }
 
+// LoRA: a frozen base the model loaded before the engine (init_parameters)
+// is cut to each rank's chunk of every group's block and gathered with the
+// group around each stage, on the guarded device (any read of device memory
+// outside the device's calls crashes). Stage 3 on 2 and 3 ranks — inline,
+// with overlap_comm and prefetch, with the partition offloaded — follows
+// stage 0 on one rank, which holds the whole store; a rank holds 1/N of it
+// (padded to N floats per group), the model none.
+TEST(Stage3, LoraFrozenBaseIsPartitionedAndGatheredPerStage) {
+  Job base{.rows = 12, .steps = 12, .guarded = true, .lora = true};
+  const Result ref = reference(base);
+  const int64_t whole = ref.frozen_bytes;
+  ASSERT_GT(whole, 0);
+  const int groups = make_model(1).layout().num_groups();
+  const std::string off = R"(, "offload_param": {"device": "cpu", "pin_memory": false})";
+  for (int n : {2, 3})
+    for (int mode = 0; mode < 3; ++mode) {  // 0 inline, 1 overlap_comm + prefetch, 2 offloaded
+      Job j = stage3_job(n,
+                         {.prefetch = mode == 0 ? 0 : 20000,
+                          .more = std::string(mode == 0 ? R"(, "overlap_comm": false)"
+                                                        : R"(, "overlap_comm": true)") +
+                                  (mode == 2 ? off : "")},
+                         base.steps);
+      j.rows = base.rows;
+      j.guarded = true;
+      j.lora = true;
+      const std::string w = what(n, " mode " + std::to_string(mode));
+      std::vector<Result> got = run(j);
+      expect_equivalent(got, ref, 1e-5, w);
+      for (const Result& r : got) {
+        const int64_t part = mode == 2 ? r.host_frozen_bytes : r.frozen_bytes;
+        EXPECT_EQ(mode == 2 ? r.frozen_bytes : r.host_frozen_bytes, 0) << w;
+        const int64_t pad = n * part - whole;  // each group's block to a multiple of 4N bytes
+        EXPECT_GE(pad, 0) << w;
+        EXPECT_LT(pad, 4 * n * groups) << w;
+      }
+    }
+}
+
 }  // namespace
 }  // namespace zerotrain::zero

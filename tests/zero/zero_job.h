@@ -51,6 +51,9 @@ struct Job {
   bool cuda = false;
   int64_t device_capacity = 0;
   bool expect_error = false;  // an Engine::create error goes into Result::status
+  // LoRA r=4 on every Linear: the strategies train the adapters; every rank
+  // loads the same frozen base (init_parameters, seed 7) before the engine.
+  bool lora = false;
 };
 
 struct Result {
@@ -64,7 +67,8 @@ struct Result {
   int64_t reduce_columns = 0, in_place_reduces = 0, staging_bytes = 0;  // stages 1-2
   CoordinatorStats stage3;  // stage 3: gathers, prefetches, live high-water mark
   int64_t device_peak = 0;  // the rank's own device (guarded or cuda): peak bytes in use
-  Status status;            // an engine error (instead of a test failure) when expect_error
+  int64_t frozen_bytes = 0, host_frozen_bytes = 0;  // engine memory(): LoRA's frozen base
+  Status status;  // an engine error (instead of a test failure) when expect_error
 };
 
 inline std::string config_json(const Job& j) {
@@ -88,8 +92,12 @@ inline void train_rank(comm::Communicator& c, const Job& j, Result* out) {
     own = std::move(*d);
   }
   if (own && j.device_capacity > 0) own->set_capacity(j.device_capacity);
-  // Rank 0's weights win (the strategies broadcast them).
-  model::gpt2::GptModel m = make_model(mb, rank == 0 ? 7 : 99, own.get());
+  // Rank 0's weights win (the strategies broadcast them); a frozen base is
+  // every rank's own, so every rank loads the same.
+  auto lora = j.lora ? std::make_shared<const model::LoraConfig>(
+                           model::LoraConfig{.r = 4, .alpha = 8, .all_linear = true})
+                     : nullptr;
+  model::gpt2::GptModel m = make_model(mb, rank == 0 || j.lora ? 7 : 99, own.get(), lora);
   auto e = engine::Engine::create(parse(config_json(j), n), &m, &c);
   if (!e.ok() && j.expect_error) {
     out->status = e.status();
@@ -130,6 +138,8 @@ inline void train_rank(comm::Communicator& c, const Job& j, Result* out) {
   if (own) out->device_peak = own->usage().peak;
   out->bytes = (*e)->memory().model_states;
   out->host_bytes = (*e)->memory().host_model_states;
+  out->frozen_bytes = (*e)->memory().frozen_bytes;
+  out->host_frozen_bytes = (*e)->memory().host_frozen_bytes;
   out->numel = m.layout().total_numel();
   if (auto* z = dynamic_cast<ShardedStrategy*>(&(*e)->strategy())) {
     out->own = z->owned_count();
