@@ -6,15 +6,13 @@
 #include <vector>
 
 #include "model/adapters.h"
+#include "model/registry.h"
 
 namespace zerotrain::checkpoint {
 
 Status round_base_to_4bit(ModelSource& src, const device::Quant4Options& options) {
   if (!src.read) return invalid_argument(src.description + ": no weights to hold 4-bit");
-  if (src.spec.family->name == "gpt2")
-    return invalid_argument(
-        "--load-in-4bit: 4-bit base weights are implemented for the llama, "
-        "mistral and qwen2 families, not gpt2");
+  ZT_RETURN_IF_ERROR(model::check_4bit_base(src.spec.family->name, "--load-in-4bit"));
   ZT_ASSIGN_OR_RETURN(model::ParamLayout layout, src.spec.family->layout(src.spec.config));
   auto base = std::make_shared<model::ParamLayout>(std::move(layout));
   model::ReadFlatFn read = std::move(src.read);

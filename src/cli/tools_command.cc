@@ -38,6 +38,7 @@ Status apply_adapters(const EstimateFlags& f, const checkpoint::ResolvedModel& m
     if (q) return invalid_argument("--load-in-4bit is QLoRA: give --lora-r R too");
     return ok_status();
   }
+  if (q) ZT_RETURN_IF_ERROR(model::check_4bit_base(m.spec.family->name, "--load-in-4bit"));
   ZT_ASSIGN_OR_RETURN(model::AdapterPlan plan,
                       model::plan_adapters(base, lora_config(f.lora),
                                            model::family_hf_prefix(m.spec.family->name), q));

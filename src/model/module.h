@@ -413,8 +413,6 @@ class Module {
   virtual bool checkpointable_stage(int stage) const { return false; }
   // Activation bytes beyond the activation memory (the family's scratch).
   virtual int64_t scratch_bytes() const { return 0; }
-  // Whether the family's GEMMs read Linear weights through weight_rows() (QLoRA).
-  virtual bool supports_4bit_base() const { return false; }
   // Every group has (all = true) or one lost (false) its bf16 view.
   virtual Status on_bf16_views(bool all) { return ok_status(); }
 

@@ -9,15 +9,13 @@
 #include "device/ops.h"
 #include "model/init_normal.h"
 #include "model/module.h"
+#include "model/registry.h"
 
 namespace zerotrain::model {
 
 Status Module::allocate_adapters() {
   if (!options_.lora) return ok_status();
-  if (options_.base_4bit && !supports_4bit_base())
-    return invalid_argument("4-bit base weights (QLoRA) are implemented for the llama, mistral and "
-                            "qwen2 families, not " + std::string(family()) +
-                            "; train its LoRA adapters over the fp32 base");
+  if (options_.base_4bit) ZT_RETURN_IF_ERROR(check_4bit_base(family(), "ModuleOptions.base_4bit"));
   ZT_ASSIGN_OR_RETURN(AdapterPlan plan, plan_adapters(base_layout_, *options_.lora,
                                                       hf_module_prefix(), options_.base_4bit));
   adapters_ = std::make_shared<const AdapterPlan>(std::move(plan));

@@ -49,6 +49,17 @@ StatusOr<ModelSpec> model_spec_from_config(const nlohmann::json& config) {
   return ModelSpec{f, config, type};
 }
 
+Status check_4bit_base(std::string_view name, std::string_view what) {
+  ZT_ASSIGN_OR_RETURN(const ModelFamily* f, find_family(name));
+  if (f->base_4bit) return ok_status();
+  std::string can;
+  for (const ModelFamily* g : families())
+    if (g->base_4bit) can += (can.empty() ? "" : ", ") + g->name;
+  return invalid_argument(std::string(what) + ": 4-bit base weights (QLoRA) are implemented for " +
+                          can + ", not " + std::string(name) +
+                          "; train its LoRA adapters over the fp32 base");
+}
+
 StatusOr<std::unique_ptr<Module>> create_module(const ModelSpec& spec,
                                                 const ModuleOptions& options) {
   if (spec.family == nullptr) return invalid_argument("create_module: no model family");

@@ -57,6 +57,9 @@ struct ModelFamily {
   // Activation bytes a module of config allocates for max (B, T) with
   // these options (its memory().activation_bytes).
   StatusOr<int64_t> (*activation_bytes)(const nlohmann::json& config, const ModuleOptions& options);
+  // QLoRA: its GEMMs read Linear weights through Module::weight_rows, so
+  // they may be held 4-bit (ModuleOptions.base_4bit).
+  bool base_4bit = false;
 };
 
 // A family and one config of it.
@@ -73,6 +76,9 @@ StatusOr<const ModelFamily*> find_family(std::string_view name);
 StatusOr<ModelSpec> model_spec(std::string_view preset);
 // A config JSON with "model_type" (a family name).
 StatusOr<ModelSpec> model_spec_from_config(const nlohmann::json& config);
+// InvalidArgument (what: the flag or option asking for it) unless family
+// `name` can hold its base 4-bit, naming those that can.
+Status check_4bit_base(std::string_view name, std::string_view what);
 StatusOr<std::unique_ptr<Module>> create_module(const ModelSpec& spec,
                                                 const ModuleOptions& options = {});
 

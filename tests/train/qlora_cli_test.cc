@@ -345,6 +345,11 @@ TEST_F(QloraCli, RefusalsNameTheFix) {
                data_});
   EXPECT_NE(r.exit_code, 0);
   EXPECT_NE(r.err.find("int4"), std::string::npos) << r.err;
+  // GPT-2 cannot hold its base 4-bit: estimate refuses it as train does.
+  r = run_cli({ZT_BIN, "estimate", "--model", "gpt2-tiny", "--lora-r", "4", "--load-in-4bit"});
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.err.find("implemented for llama, mistral, qwen2, not gpt2"), std::string::npos)
+      << r.err;
   const std::string typo = ds_config("typo", 0, 8, R"(, "lora": {"r": 4, "load_in_4bits": true})");
   r = run_cli({ZT_BIN, "train", "--model", hf_, "--deepspeed", typo, "--steps", "1", "--seq-len",
                "64", "--data", data_});

@@ -39,7 +39,8 @@ ModelFamily make_family() {
                 .info = info,
                 .layout = layout,
                 .create = create,
-                .activation_bytes = activation_bytes};
+                .activation_bytes = activation_bytes,
+                .base_4bit = false};  // its GEMMs read fp32 weights directly
   for (const PresetInfo& p : list_presets())
     f.presets.push_back({p.name, to_json(p.config), p.description});
   return f;

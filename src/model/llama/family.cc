@@ -39,7 +39,8 @@ ModelFamily make_family(std::string_view model_type) {
                 .info = info,
                 .layout = layout,
                 .create = create,
-                .activation_bytes = activation_bytes};
+                .activation_bytes = activation_bytes,
+                .base_4bit = true};
   for (const PresetInfo& p : presets_of(model_type))
     f.presets.push_back({p.name, p.config, p.description});
   return f;

@@ -80,7 +80,6 @@ class LlamaModel : public Module {
   StatusOr<float> finish_forward() override;
   void begin_backward(float dloss) override { dloss_ = dloss; }
   Status on_bf16_views(bool all) override;
-  bool supports_4bit_base() const override { return true; }
   int64_t scratch_bytes() const override {
     return static_cast<int64_t>(w16_.bytes() + x16_.bytes() + d16_.bytes());
   }
