@@ -161,7 +161,8 @@ std::string zerotrain_table(const EstimateRequest& r) {
       << " per rank while it is live (" << format_count(r.largest_group) << " elements"
       << (r.largest_group_name.empty() ? "" : ", " + r.largest_group_name)
       << (r.frozen_largest_block > 0
-              ? " and a frozen block of " + format_count(r.frozen_largest_block) + " bytes"
+              ? "; a group's frozen base adds at most " + format_count(r.frozen_largest_block) +
+                    " bytes"
               : "")
       << "), not above\n";
   }
