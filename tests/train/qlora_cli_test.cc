@@ -85,41 +85,15 @@ class QloraCli : public ::testing::Test {
                      << stage << zero << "}" << extra << "}";
     return p;
   }
-  // `train` on `ranks` processes through `zerotrain run`.
-  std::string train_on(int ranks, const std::string& config, const std::string& metrics,
-                       std::vector<std::string> args) {
-    std::vector<std::string> a{ZT_BIN,
-                               "run",
-                               "--num_gpus",
-                               std::to_string(ranks),
-                               "--",
-                               ZT_BIN,
-                               "train",
-                               "--model",
-                               hf_,
-                               "--deepspeed",
-                               config,
-                               "--metrics",
-                               dir_.file(metrics),
-                               "--steps",
-                               "5",
-                               "--seq-len",
-                               "64",
-                               "--eval-interval",
-                               "0",
-                               "--data",
-                               data_};
-    a.insert(a.end(), args.begin(), args.end());
-    return run_cli_ok(a);
-  }
-  // `train` over `model` with `args`; the log, the losses in `metrics`.
+  // `train` over `model` with `args` on `ranks` processes (through
+  // `zerotrain run` when more than one); the log, the losses in `metrics`.
   std::string train(const std::string& model, const std::string& config, const std::string& metrics,
-                    std::vector<std::string> args) {
-    std::vector<std::string> a{
-        ZT_BIN,      "train",     "--model",          model,     "--deepspeed",
-        config,      "--metrics", dir_.file(metrics), "--steps", "5",
-        "--seq-len", "64",        "--eval-interval",  "0",       "--data",
-        data_};
+                    std::vector<std::string> args, int ranks = 1) {
+    std::vector<std::string> a;
+    if (ranks > 1) a = {ZT_BIN, "run", "--num_gpus", std::to_string(ranks), "--"};
+    a.insert(a.end(), {ZT_BIN, "train", "--model", model, "--deepspeed", config, "--metrics",
+                       dir_.file(metrics), "--steps", "5", "--seq-len", "64", "--eval-interval",
+                       "0", "--data", data_});
     a.insert(a.end(), args.begin(), args.end());
     return run_cli_ok(a);
   }
@@ -233,27 +207,7 @@ TEST_F(QloraCli, Fp4AndStage3FromTheConfigFileFollowTheirReferences) {
   // global batch, the same trajectory.
   const std::string z3 = ds_config("z3", 3, 4, R"(, "lora": {"r": 4, "lora_alpha": 8,
       "load_in_4bit": true, "bnb_4bit_quant_type": "fp4", "bnb_4bit_use_double_quant": false})");
-  run_cli_ok({ZT_BIN,
-              "run",
-              "--num_gpus",
-              "2",
-              "--",
-              ZT_BIN,
-              "train",
-              "--model",
-              hf_,
-              "--deepspeed",
-              z3,
-              "--metrics",
-              dir_.file("s3.jsonl"),
-              "--steps",
-              "5",
-              "--seq-len",
-              "64",
-              "--eval-interval",
-              "0",
-              "--data",
-              data_});
+  train(hf_, z3, "s3.jsonl", {}, 2);
   expect_same_curve(metrics_losses(dir_.file("s3.jsonl")), q4, 1e-5, "stage 3 x2 vs stage 0");
 }
 
@@ -291,8 +245,8 @@ TEST_F(QloraCli, Stage3PartitionsTheFrozenBaseAndOffloadsIt) {
   q.push_back("--load-in-4bit");
   const std::string log_f0 = train(hf_, z0, "f0.jsonl", lora_);
   const std::string log_q0 = train(hf_, z0, "q0.jsonl", q);
-  const std::string log_f3 = train_on(3, z3, "f3.jsonl", lora_);
-  const std::string log_q3 = train_on(3, z3_off, "q3.jsonl", q);
+  const std::string log_f3 = train(hf_, z3, "f3.jsonl", lora_, 3);
+  const std::string log_q3 = train(hf_, z3_off, "q3.jsonl", q, 3);
   expect_same_curve(metrics_losses(dir_.file("f3.jsonl")), metrics_losses(dir_.file("f0.jsonl")),
                     1e-5, "LoRA stage 3 x3 vs stage 0");
   expect_same_curve(metrics_losses(dir_.file("q3.jsonl")), metrics_losses(dir_.file("q0.jsonl")),
@@ -321,9 +275,9 @@ TEST_F(QloraCli, Stage3PartitionsTheFrozenBaseAndOffloadsIt) {
                         " on the device, 0 in host memory)"),
             std::string::npos)
       << log_f3;
-  EXPECT_NE(log_q3.find(" bytes: 1088 on the device, " + std::to_string(q3 - 1088) +
-                        " in host memory)"),
-            std::string::npos)
+  EXPECT_NE(
+      log_q3.find(" bytes: 1088 on the device, " + std::to_string(q3 - 1088) + " in host memory)"),
+      std::string::npos)
       << log_q3;
   EXPECT_NE(frozen_in(log_f3, "device"), "") << log_f3;
   EXPECT_EQ(frozen_in(log_f3, "host"), "") << log_f3;
