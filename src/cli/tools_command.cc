@@ -49,7 +49,7 @@ Status apply_adapters(const EstimateFlags& f, const checkpoint::ResolvedModel& m
   r.largest_group_name = t.largest_group_name;
   r.frozen_bytes = model::frozen_store_bytes(plan);
   r.frozen_stage3_bytes = model::frozen_partition_bytes(plan, static_cast<int>(world));
-  r.frozen_fixed_bytes = plan.quant4 ? device::kQuant4CodeTableBytes : 0;
+  r.frozen_fixed_bytes = model::frozen_code_table_bytes(plan);
   for (int64_t b : plan.frozen_group_bytes)
     r.frozen_largest_block = std::max(r.frozen_largest_block, b);
   r.adapter_note = "LoRA " + plan.config.describe() + ": " + std::to_string(plan.adapted_linears) +

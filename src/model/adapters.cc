@@ -21,8 +21,12 @@ std::string join(const std::set<std::string>& v) {
 
 }  // namespace
 
+int64_t frozen_code_table_bytes(const AdapterPlan& plan) {
+  return plan.quant4 ? device::kQuant4CodeTableBytes : 0;
+}
+
 int64_t frozen_store_bytes(const AdapterPlan& plan) {
-  int64_t n = plan.quant4 ? device::kQuant4CodeTableBytes : 0;
+  int64_t n = frozen_code_table_bytes(plan);
   for (int64_t b : plan.frozen_group_bytes) n += b;
   return n;
 }
@@ -33,7 +37,7 @@ int64_t frozen_chunk_floats(int64_t bytes, int world) {
 }
 
 int64_t frozen_partition_bytes(const AdapterPlan& plan, int world) {
-  int64_t n = plan.quant4 ? device::kQuant4CodeTableBytes : 0;
+  int64_t n = frozen_code_table_bytes(plan);
   for (int64_t b : plan.frozen_group_bytes) n += 4 * frozen_chunk_floats(b, world);
   return n;
 }

@@ -76,6 +76,8 @@ StatusOr<AdapterPlan> plan_adapters(const ParamLayout& base, const LoraConfig& c
 // "transformer." for gpt2, "" otherwise (PEFT's full module names).
 std::string family_hf_prefix(std::string_view family);
 
+// The 4-bit code tables every rank keeps whole (0 without 4-bit weights).
+int64_t frozen_code_table_bytes(const AdapterPlan& plan);
 // Bytes of the frozen store Module allocates for `plan`: every group's
 // block and, with 4-bit weights, the code tables once (what `zerotrain
 // estimate` counts; Module::frozen_bytes).

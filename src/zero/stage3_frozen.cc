@@ -5,7 +5,6 @@
 // travels as floats, which the all-gather copies bit for bit and nothing
 // computes with, padded to a multiple of N floats.
 #include <algorithm>
-#include <cstring>
 #include <vector>
 
 #include "model/adapters.h"
@@ -36,19 +35,26 @@ Status Stage3Strategy::allocate_frozen() {
                                              "frozen base partition"));
   // A base loaded before the strategy (init_parameters): keep this rank's
   // chunks; release_owned_buffers() then frees the module's whole blocks.
-  for (int g = 0; g < groups; ++g) {
-    const uint8_t* block = m.group_frozen(g);
-    if (block == nullptr || frozen_chunk_[static_cast<size_t>(g)] == 0) continue;
-    const int64_t floats = m.frozen_group_bytes(g) / 4,
-                  chunk = frozen_chunk_[static_cast<size_t>(g)];
-    const int64_t begin = std::min(floats, rank() * chunk), end = std::min(floats, begin + chunk);
-    if (end == begin) continue;
-    const ConstTensor src(reinterpret_cast<const float*>(block) + begin, DType::kFloat32,
-                          static_cast<size_t>(end - begin), &device());
-    ZT_RETURN_IF_ERROR(
-        device::copy(src, frozen_chunk(g).slice(0, static_cast<size_t>(end - begin))));
-  }
+  for (int g = 0; g < groups; ++g)
+    if (const uint8_t* block = m.group_frozen(g))
+      ZT_RETURN_IF_ERROR(
+          keep_frozen_chunk(g, frozen_floats(block, m.frozen_group_bytes(g), &device())));
   return Status();
+}
+
+ConstTensor Stage3Strategy::frozen_floats(const uint8_t* block, int64_t bytes, device::Device* on) {
+  ZT_CHECK(bytes % 4 == 0, "a frozen block of ", bytes, " bytes is not whole floats");
+  return ConstTensor(reinterpret_cast<const float*>(block), DType::kFloat32,
+                     static_cast<size_t>(bytes / 4), on);
+}
+
+// The padding past the block's end stays as allocated: zero.
+Status Stage3Strategy::keep_frozen_chunk(int g, ConstTensor block) {
+  const auto chunk = static_cast<size_t>(frozen_chunk_[static_cast<size_t>(g)]);
+  const size_t begin = std::min(block.numel, static_cast<size_t>(rank()) * chunk),
+               end = std::min(block.numel, begin + chunk);
+  if (end == begin) return Status();
+  return device::copy(block.slice(begin, end - begin), frozen_chunk(g).slice(0, end - begin));
 }
 
 Tensor Stage3Strategy::frozen_chunk(int g) const {
@@ -58,14 +64,9 @@ Tensor Stage3Strategy::frozen_chunk(int g) const {
 
 Status Stage3Strategy::load_frozen(model::Module& m, const model::ReadFlatFn& read) {
   ZT_RETURN_IF_ERROR(coordinator_.release_all());
-  std::vector<float> mine;
-  return m.load_frozen(read, [&](int g, std::span<const uint8_t> block) -> Status {
-    const auto chunk = static_cast<size_t>(frozen_chunk_[static_cast<size_t>(g)]);
-    if (chunk == 0) return Status();
-    mine.assign(chunk, 0.0f);
-    const size_t begin = std::min(block.size(), static_cast<size_t>(rank()) * chunk * 4);
-    std::memcpy(mine.data(), block.data() + begin, std::min(chunk * 4, block.size() - begin));
-    return device::copy_from_host(mine.data(), frozen_chunk(g));
+  return m.load_frozen(read, [this](int g, std::span<const uint8_t> block) {
+    return keep_frozen_chunk(g, frozen_floats(block.data(), static_cast<int64_t>(block.size()),
+                                              nullptr));  // host memory
   });
 }
 

@@ -170,6 +170,10 @@ class Stage3Strategy : public ZeroStrategy, private GatherBackend {
   // The frozen base (stage3_frozen.cc).
   Status allocate_frozen();
   Tensor frozen_chunk(int g) const;
+  // A block as floats, in device memory (on) or host memory (null).
+  static ConstTensor frozen_floats(const uint8_t* block, int64_t bytes, device::Device* on);
+  // This rank's chunk of group g's block, from either memory.
+  Status keep_frozen_chunk(int g, ConstTensor block);
   Status issue_frozen_gather(int g, device::Buffer* all, comm::WorkPtr* work);
   Status finish_frozen_gather(int g);
   void release_frozen(int g);
