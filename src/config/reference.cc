@@ -21,11 +21,31 @@ at once, each with its JSON path and line.
 ## Rules
 
 - **Unknown keys are errors**, with a "did you mean" from the keys valid at
-  that level, or the level the key belongs to.
+  that level (a misspelling, or the same words in another order:
+  `comm_overlap` → `overlap_comm`), or the level the key belongs to. Where
+  DeepSpeed never looks keys up (the top level, `aio`, `checkpoint`, ...) an
+  unknown key that resembles no known one is ignored with a warning, as
+  DeepSpeed ignores it.
 - **Known DeepSpeed options zerotrain lacks** (status *default only*) are
-  accepted at their default value; any other value is "a DeepSpeed option
-  zerotrain does not support yet". Keys with status *accepted, no effect* are
-  validated and ignored (PyTorch/CUDA implementation knobs).
+  accepted at their default value; any other value is refused as "'KEY' is
+  not supported by zerotrain", with what the key does in DeepSpeed. That includes
+  tensor and sequence parallelism (`tensor_parallel.autotp_size` > 1,
+  `sequence_parallel_size` > 1): zerotrain never trains with less
+  parallelism than the config asks for. Keys with status *accepted, no
+  effect* are validated and ignored (PyTorch/CUDA implementation knobs).
+- **What DeepSpeed ignores in context is accepted with a note**:
+  `offload_param` below stage 3, stage-3 keys below stage 3, fp16 keys in
+  the bf16 section, `legacy_stage1` at stage 0, and the legacy
+  `"zero_optimization": true` (read as stage 1 with the top-level
+  `allgather_size` as `allgather_bucket_size`, as DeepSpeed reads it).
+- **What DeepSpeed itself refuses is refused with its reason** ("DeepSpeed
+  refuses this too: ..."): `offload_optimizer.ratio` < 1 below stage 3,
+  `legacy_stage1` at stages 1-3, `fp16_master_weights_and_grads` at stage 0
+  or at stages 1-2 without ZeRO-Offload, `bf16_master_weights_and_grads` or
+  `bf16_optimizer_states` at stage 0, `bf16_optimizer_states` without
+  `bf16_master_weights_and_grads`. Where DeepSpeed accepts these
+  low-precision master options zerotrain refuses them, since it keeps fp32
+  master weights, gradients and moments and would train with other numerics.
 - **Numbers** may be JSON numbers or numeric strings: `2e8`, `"2e8"`, `500`,
   `"500"`. Integer keys refuse fractions (`1.5`).
 - **Booleans** are `true`/`false`; the strings `"true"`/`"false"` are also

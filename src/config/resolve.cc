@@ -49,6 +49,7 @@ class Resolver {
     r.warnings = std::move(warnings_);
     RuleContext ctx{walk_, bad_};
     check_cross_field_rules(r.config, ctx, &errors_, &r.warnings);
+    check_context_rules(r.config, ctx, &errors_, &r.warnings);
     r.errors = std::move(errors_);
     return r;
   }

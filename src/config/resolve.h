@@ -43,4 +43,9 @@ struct RuleContext {
 void check_cross_field_rules(const Config& c, const RuleContext& ctx,
                              std::vector<ConfigError>* errors, std::vector<ConfigError>* warnings);
 
+// Keys DeepSpeed ignores, refuses or implements depending on the rest of the
+// config (rules_unsupported.cc); clears what DeepSpeed would ignore.
+void check_context_rules(Config& c, const RuleContext& ctx, std::vector<ConfigError>* errors,
+                         std::vector<ConfigError>* warnings);
+
 }  // namespace zerotrain::config

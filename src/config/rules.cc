@@ -36,10 +36,7 @@ class Rules {
 
   void offload() {
     const char* kStage = "zero_optimization.stage";
-    if (c_.zero.offload_param.enabled() && c_.zero.stage != 3 &&
-        ctx_.ok({kStage, "zero_optimization.offload_param.device"}))
-      error("zero_optimization.offload_param.device",
-            "offload_param requires zero_optimization.stage 3 (stage is " + stage() + ")");
+    // offload_param below stage 3: ignored, as DeepSpeed does (rules_unsupported.cc).
     if (c_.zero.offload_optimizer.enabled() && c_.zero.stage == 0 &&
         ctx_.ok({kStage, "zero_optimization.offload_optimizer.device"}))
       error("zero_optimization.offload_optimizer.device",

@@ -38,6 +38,7 @@ const Index& index() {
     add_zero_keys(idx->keys);
     add_monitor_keys(idx->keys);
     add_lora_keys(idx->keys);
+    add_parallel_keys(idx->keys);
     add_unsupported_sections(idx->keys);
     for (size_t i = 0; i < idx->keys.size(); ++i) {
       const KeySpec& k = idx->keys[i];
@@ -123,6 +124,17 @@ std::string_view support_name(Support support) {
       return "deprecated";
   }
   return "?";
+}
+
+std::string not_supported(const KeySpec& spec, std::string_view written) {
+  std::string_view meaning = spec.meaning.empty() ? spec.help : spec.meaning;
+  while (!meaning.empty() && (meaning.back() == '.' || meaning.back() == ' '))
+    meaning.remove_suffix(1);
+  std::string msg = "'";
+  msg.append(written.empty() ? leaf_name(spec.path) : written)
+      .append("' is not supported by zerotrain");
+  if (!meaning.empty()) msg.append(" (DeepSpeed: ").append(meaning).append(")");
+  return msg;
 }
 
 bool list_contains(std::string_view list, std::string_view name) {

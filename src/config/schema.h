@@ -60,9 +60,19 @@ struct KeySpec {
   // kInert keys whose silence could mislead: the warning given when the key
   // is set to anything but its default ("ignored: <warn>").
   std::string_view warn;
-  // kUnsupported sections refused for a reason other than "not yet": the
-  // reason and the alternative.
+  // kUnsupported: what to write instead, after "is not supported by
+  // zerotrain (DeepSpeed: <meaning>); ". Empty: "only its default is accepted".
   std::string_view refusal;
+  // kUnsupported: what the key does in DeepSpeed, for its refusal; `help`
+  // when empty.
+  std::string_view meaning;
+  // kUnsupported leaves: a value besides the default that also means "off"
+  // and is accepted (autotp_size 1 as well as 0).
+  std::string_view off_json;
+  // kUnsupported leaves whose verdict depends on other keys (DeepSpeed
+  // itself refuses some combinations, ignores others): the walk keeps the
+  // value and rules_unsupported.cc decides.
+  bool rule_checked = false;
   std::string_view help;
   void (*set)(Config&, const Json&) = nullptr;  // fills the typed field
   Json (*get)(const Config&) = nullptr;         // reads it back
@@ -81,6 +91,10 @@ std::string_view parent_path(std::string_view path);
 std::string_view leaf_name(std::string_view path);
 std::string_view type_name(ValueType type);
 std::string_view support_name(Support support);
+// "'<leaf>' is not supported by zerotrain (DeepSpeed: <meaning>)": the
+// start of every refusal of a kUnsupported key.
+// `written`: the key as the config spells it (an alias), else the leaf.
+std::string not_supported(const KeySpec& spec, std::string_view written = {});
 // True when `name` is one of the '|'-separated items of `list`.
 bool list_contains(std::string_view list, std::string_view name);
 
@@ -92,6 +106,7 @@ void add_scheduler_keys(std::vector<KeySpec>& out);
 void add_zero_keys(std::vector<KeySpec>& out);
 void add_monitor_keys(std::vector<KeySpec>& out);
 void add_lora_keys(std::vector<KeySpec>& out);
+void add_parallel_keys(std::vector<KeySpec>& out);  // tensor/sequence/expert parallelism
 void add_unsupported_sections(std::vector<KeySpec>& out);
 
 }  // namespace zerotrain::config

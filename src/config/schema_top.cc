@@ -118,7 +118,7 @@ void add_top_level_keys(std::vector<KeySpec>& out) {
        .type = kBool,
        .default_json = "false",
        .support = kUnsupported,
-       .help = "Sparse embedding gradients."},
+       .help = "Reduce embedding gradients as sparse tensors (only the rows a batch touched)."},
       {.path = "dump_state",
        .type = kBool,
        .default_json = "false",
@@ -128,7 +128,7 @@ void add_top_level_keys(std::vector<KeySpec>& out) {
        .type = kBool,
        .default_json = "false",
        .support = kUnsupported,
-       .help = "Legacy ZeRO-1 switch."},
+       .help = "Stage 1-2: skip the all-gather of updated partitions (legacy switch)."},
       {.path = "checkpoint", .type = kSection, .help = "Checkpoint options."},
       {.path = "checkpoint.tag_validation",
        .type = kString,
@@ -152,7 +152,7 @@ void add_top_level_keys(std::vector<KeySpec>& out) {
        .type = kOpaque,
        .support = kUnsupported,
        .nullable = true,
-       .help = "Pipeline-parallel checkpoint writing."},
+       .help = "Pipeline-parallel checkpoint writing (pipeline_stage)."},
       {.path = "data_types", .type = kSection, .help = "Dtypes of internal buffers."},
       {.path = "data_types.grad_accum_dtype",
        .type = kString,
@@ -160,6 +160,39 @@ void add_top_level_keys(std::vector<KeySpec>& out) {
        .nullable = true,
        .help = "Dtype gradients accumulate in; null: the model dtype.",
        ZT_FIELD(grad_accum_dtype)},
+      {.path = "data_types.param_dtype",
+       .type = kString,
+       .choices = "fp32|fp16|bf16",
+       .support = kUnsupported,
+       .nullable = true,
+       .help = "Dtype the model's parameters are cast to at initialization (null: as "
+               "loaded)."},
+      {.path = "data_types.buffer_dtype",
+       .type = kString,
+       .choices = "fp32|fp16|bf16",
+       .support = kUnsupported,
+       .nullable = true,
+       .help = "Dtype of the model's non-parameter buffers (null: as loaded)."},
+      {.path = "managed_gradient_accumulation",
+       .type = kBool,
+       .default_json = "true",
+       .support = kUnsupported,
+       .refusal = "zerotrain's trainer always steps every gradient_accumulation_steps micro "
+                  "batches; remove it or set true",
+       .help = "false: the training script decides the accumulation boundary by calling "
+               "step() itself."},
+      {.path = "graph_harvesting",
+       .type = kBool,
+       .default_json = "false",
+       .support = kInert,
+       .help = "Capture the gradient-norm and overflow checks as an accelerator graph (Gaudi "
+               "HPU graphs); a launch-overhead knob with no effect on the result."},
+      {.path = "vocabulary_size",
+       .type = kInt,
+       .support = kInert,
+       .nullable = true,
+       .help = "Read by DeepSpeed only to warn when it is not a multiple of 8; zerotrain takes "
+               "the vocabulary from the model."},
       {.path = "_zerotrain",
        .type = kOpaque,
        .support = kInert,
@@ -230,7 +263,10 @@ void add_fp16_keys(std::vector<KeySpec>& out) {
        .type = kBool,
        .default_json = "false",
        .support = kUnsupported,
-       .help = "Keep master weights and grads in fp16."},
+       .rule_checked = true,
+       .help = "Keep the optimizer's master weights and gradients in fp16 instead of fp32, "
+               "every update rounded to fp16; at stages 1-2 only with ZeRO-Offload and "
+               "DeepSpeedCPUAdam."},
   };
   out.insert(out.end(), std::begin(keys), std::end(keys));
 }
@@ -258,17 +294,22 @@ void add_bf16_keys(std::vector<KeySpec>& out) {
        .type = kBool,
        .default_json = "false",
        .support = kUnsupported,
-       .help = "Apply bf16 gradients to fp32 accumulators at once."},
+       .help = "Apply each bf16 gradient to its fp32 accumulator as soon as backward produces "
+               "it, instead of at the end of backward."},
       {.path = "bf16.bf16_master_weights_and_grads",
        .type = kBool,
        .default_json = "false",
        .support = kUnsupported,
-       .help = "Keep master weights and grads in bf16."},
+       .rule_checked = true,
+       .help = "Keep the ZeRO optimizer's master weights and gradients in bf16 instead of "
+               "fp32; every update is then rounded to bf16."},
       {.path = "bf16.bf16_optimizer_states",
        .type = kBool,
        .default_json = "false",
        .support = kUnsupported,
-       .help = "Keep optimizer states in bf16."},
+       .rule_checked = true,
+       .help = "Keep the optimizer states (Adam's moments) in bf16; needs "
+               "bf16_master_weights_and_grads."},
   };
   out.insert(out.end(), std::begin(keys), std::end(keys));
   // fp16 keys copied into bf16 sections (older DeepSpeed read bf16 with

@@ -14,6 +14,22 @@ char lower(char c) { return static_cast<char>(std::tolower(static_cast<unsigned 
 // Typos of long names drift further: allow ~1 edit per 4 characters, 1..3.
 size_t threshold(std::string_view word) { return std::clamp<size_t>(word.size() / 4, 1, 3); }
 
+// The '_'-separated words of a key, lower-cased and sorted: "comm_overlap"
+// and "overlap_comm" have the same bag.
+std::vector<std::string> word_bag(std::string_view key) {
+  std::vector<std::string> words(1);
+  for (char c : key) {
+    if (c == '_') {
+      if (!words.back().empty()) words.emplace_back();
+    } else {
+      words.back() += lower(c);
+    }
+  }
+  if (words.back().empty()) words.pop_back();
+  std::sort(words.begin(), words.end());
+  return words;
+}
+
 std::string where(std::string_view section) {
   return section.empty() ? "at the top level" : "under " + std::string(section);
 }
@@ -39,6 +55,12 @@ size_t edit_distance(std::string_view a, std::string_view b) {
 
 std::optional<std::string> closest_match(std::string_view word,
                                          const std::vector<std::string>& candidates) {
+  // Swapped words first: edit distance would rank "comm_overlap" closer to
+  // nothing useful, and the same words in another order are rarely a new key.
+  const std::vector<std::string> bag = word_bag(word);
+  if (bag.size() > 1)
+    for (const std::string& c : candidates)
+      if (c != word && word_bag(c) == bag) return c;
   std::optional<std::string> best;
   size_t best_distance = threshold(word) + 1;
   for (const std::string& c : candidates) {
@@ -65,9 +87,9 @@ std::optional<std::string> known_key_hint(std::string_view section, std::string_
     paths.emplace_back(k.path);
   }
   if (!exact.empty()) {
-    const std::string& parent = exact.front();
-    return "'" + std::string(key) + "' belongs " +
-           (parent.empty() ? std::string("at the top level") : "under " + parent);
+    std::string hint = "'";
+    hint.append(key).append("' belongs ").append(where(exact.front()));
+    return hint;
   }
   if (auto m = closest_match(key, leaves)) {
     size_t i = static_cast<size_t>(std::find(leaves.begin(), leaves.end(), *m) - leaves.begin());

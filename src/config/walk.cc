@@ -30,7 +30,7 @@ std::string describe(const Json& v) {
 // and fails, so zerotrain refuses it unless a trainer argument resolves it.
 bool in_validated_section(std::string_view path) {
   for (std::string_view s : {"zero_optimization.", "fp16.", "bf16.", "csv_monitor.", "tensorboard.",
-                             "comms_logger.", "flops_profiler."})
+                             "comms_logger.", "flops_profiler.", "tensor_parallel."})
     if (path.substr(0, s.size()) == s) return true;
   return false;
 }
@@ -141,7 +141,7 @@ std::optional<Json> normalize_choice(const KeySpec& spec, const Json& v, std::st
   for (const std::string& c : split(spec.unsupported)) {
     if (lower(c) == text) {
       *error = "'" + c +
-               "' is a DeepSpeed option zerotrain does not support yet (supported: " + listed + ")";
+               "' is a DeepSpeed choice not supported by zerotrain (supported: " + listed + ")";
       return std::nullopt;
     }
   }
@@ -166,6 +166,18 @@ std::optional<Json> normalize_pair(const KeySpec& spec, const Json& v, std::stri
     out.push_back(*n);
   }
   return out;
+}
+
+// A kUnsupported leaf at its default, or at the other value meaning "off".
+bool is_off(const KeySpec& spec, const Json& v) {
+  return v == default_value(spec) || (!spec.off_json.empty() && v == Json::parse(spec.off_json));
+}
+
+std::string unsupported_tail(const KeySpec& spec) {
+  if (!spec.refusal.empty()) return std::string(spec.refusal);
+  const std::string d = default_value(spec).dump();
+  if (spec.off_json.empty()) return "only its default (" + d + ") is accepted";
+  return "only " + d + " (its default) or " + std::string(spec.off_json) + " is accepted";
 }
 
 }  // namespace
@@ -292,8 +304,6 @@ class Walker {
     if (value.is_null() && spec.nullable) return;
     if (!value.is_object()) {
       std::string msg = "expected an object, got " + describe(value);
-      if (canon == "zero_optimization" && value.is_boolean())
-        msg += " (the legacy boolean form is not supported; write {\"stage\": 1})";
       out_.bad.insert(canon);
       return error(shown, msg);
     }
@@ -306,7 +316,7 @@ class Walker {
     if (spec.support == Support::kInert) return warn_ignored(spec, shown);
     std::string name(leaf_name(spec.path));
     if (!value.is_object()) return error(shown, "expected an object, got " + describe(value));
-    std::string unsupported = "'" + name + "' is a DeepSpeed option zerotrain does not support yet";
+    const std::string unsupported = not_supported(spec);
     if (spec.gate.empty()) {
       if (!value.empty()) error(shown, unsupported + " (accepted only when empty)");
       return;
@@ -318,7 +328,7 @@ class Walker {
     auto on = normalize_leaf(gate_spec, *g, &why);
     if (!on) return error(shown + "." + std::string(spec.gate), why);
     if (on->get<bool>() && !spec.refusal.empty())
-      error(shown, "'" + name + "' " + std::string(spec.refusal) + " (or set " +
+      error(shown, unsupported + "; " + std::string(spec.refusal) + " (or set " +
                        std::string(spec.gate) + ": false)");
     else if (on->get<bool>())
       error(shown, unsupported + " (remove it or set " + std::string(spec.gate) + ": false)");
@@ -359,12 +369,9 @@ class Walker {
       out_.bad.insert(canon);
       return error(shown, why);
     }
-    if (spec.support == Support::kUnsupported && *norm != default_value(spec)) {
+    if (spec.support == Support::kUnsupported && !spec.rule_checked && !is_off(spec, *norm)) {
       out_.bad.insert(canon);
-      return error(shown, "'" + std::string(leaf_name(spec.path)) +
-                              "' is a DeepSpeed option zerotrain does not support yet; only "
-                              "its default (" +
-                              default_value(spec).dump() + ") is accepted");
+      return error(shown, not_supported(spec, leaf_name(shown)) + "; " + unsupported_tail(spec));
     }
     if (spec.support == Support::kInert && *norm != default_value(spec)) warn_ignored(spec, shown);
     out_.leaves[canon] = {*norm, shown, false};
@@ -382,7 +389,10 @@ WalkResult walk_document(const Json& doc) {
     out.errors.push_back({"", "a DeepSpeed config must be a JSON object, got " + describe(doc)});
     return out;
   }
-  Walker(out).object(doc, "", "");
+  if (std::optional<Json> modern = rewrite_legacy_forms(doc, &out.warnings))
+    Walker(out).object(*modern, "", "");
+  else
+    Walker(out).object(doc, "", "");
   // An optimizer or scheduler type zerotrain lacks is refused by name; its
   // params are that type's, so Adam's key list says nothing useful there.
   for (const char* section : {"optimizer", "scheduler"}) {
@@ -390,7 +400,8 @@ WalkResult walk_document(const Json& doc) {
                       params = std::string(section) + ".params.";
     const bool refused =
         std::any_of(out.errors.begin(), out.errors.end(), [&](const ConfigError& e) {
-          return e.path == type && e.message.find("does not support yet") != std::string::npos;
+          return e.path == type &&
+                 e.message.find("not supported by zerotrain") != std::string::npos;
         });
     if (!refused) continue;
     std::erase_if(out.errors, [&](const ConfigError& e) {

@@ -41,6 +41,11 @@ struct WalkResult {
 
 WalkResult walk_document(const Json& doc);
 
+// The document with DeepSpeed's legacy forms rewritten to the current ones
+// (`"zero_optimization": true` and its top-level allgather_size), each with
+// a warning; nullopt when there is none (legacy_forms.cc).
+std::optional<Json> rewrite_legacy_forms(const Json& doc, std::vector<ConfigError>* warnings);
+
 // Normalises one leaf value; on failure returns nullopt and sets *error.
 std::optional<Json> normalize_leaf(const KeySpec& spec, const Json& value, std::string* error);
 

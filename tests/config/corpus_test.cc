@@ -68,18 +68,18 @@ const std::map<std::string, std::vector<Refusal>>& expected() {
       // Node-local checkpoint storage (zerotrain needs a directory all ranks share).
       {"catid__lllm__deepspeed_config.json",
        {{"checkpoint.use_node_local_storage",
-         "'use_node_local_storage' is a DeepSpeed option zerotrain does not support yet"}}},
+         "'use_node_local_storage' is not supported by zerotrain"}}},
       // Ulysses sequence parallelism.
       {"hiyouga__LLaMA-Factory__examples__deepspeed__ds_z3_alst_config.json",
        {{"sequence_parallel",
-         "'sequence_parallel' is a DeepSpeed option zerotrain does not support yet"}}},
+         "'sequence_parallel' is not supported by zerotrain"}}},
       // fp8 training.
       {"hiyouga__LLaMA-Factory__examples__deepspeed__ds_z3_fp8_config.json",
-       {{"fp8", "'fp8' is a DeepSpeed option zerotrain does not support yet"}}},
+       {{"fp8", "'fp8' is not supported by zerotrain"}}},
       // ZeRO++ quantized gradients.
       {"hiyouga__LLaMA-Factory__examples__deepspeed__hparam_sweep__ds_z3_e9_quant_grads.json",
        {{"zero_optimization.zero_quantized_gradients",
-         "'zero_quantized_gradients' is a DeepSpeed option zerotrain does not support yet"}}},
+         "'zero_quantized_gradients' is not supported by zerotrain"}}},
       // A template: a script substitutes its CONFIG_CL_MIN placeholders before use.
       {"microsoft__DeepSpeedExamples__Megatron-LM-v1.1.5-ZeRO3__curriculum_learning__ds_zero_stage_"
        "2_config_curriculum_fixed_linear.json",
@@ -90,32 +90,32 @@ const std::map<std::string, std::vector<Refusal>>& expected() {
        {{"zero_optimization.stage3_param_persitance_threshold",
          "did you mean 'stage3_param_persistence_threshold'?"},
         {"zero_optimization.offload_optimizer.device",
-         "'nvme' is a DeepSpeed option zerotrain does not support yet"},
+         "'nvme' is a DeepSpeed choice not supported by zerotrain"},
         {"zero_optimization.offload_optimizer.nvme_path",
-         "'nvme_path' is a DeepSpeed option zerotrain does not support yet"},
+         "'nvme_path' is not supported by zerotrain"},
         {"zero_optimization.offload_param.device",
-         "'nvme' is a DeepSpeed option zerotrain does not support yet"},
+         "'nvme' is a DeepSpeed choice not supported by zerotrain"},
         {"zero_optimization.offload_param.nvme_path",
-         "'nvme_path' is a DeepSpeed option zerotrain does not support yet"}}},
+         "'nvme_path' is not supported by zerotrain"}}},
       // MoQ quantized training.
       {"microsoft__DeepSpeedExamples__MoQ__test.json",
        {{"quantize_training",
-         "'quantize_training' is a DeepSpeed option zerotrain does not support yet"}}},
+         "'quantize_training' is not supported by zerotrain"}}},
       // The autotuner.
       {"microsoft__DeepSpeedExamples__autotuning__hf__dsconfigs__ds_config_tune.json",
-       {{"autotuning", "'autotuning' is a DeepSpeed option zerotrain does not support yet"}}},
+       {{"autotuning", "'autotuning' is not supported by zerotrain"}}},
       // Compression training.
       {"microsoft__DeepSpeedExamples__compression__gpt2__config__ds_config_W8A8_Qgroup64_fp16.json",
        {{"compression_training",
-         "'compression_training' is a DeepSpeed option zerotrain does not support yet"}}},
+         "'compression_training' is not supported by zerotrain"}}},
       // The 1-bit LAMB optimizer (its params are not checked against Adam's).
       {"microsoft__DeepSpeedExamples__training__bing_bert__1-bit_lamb__nccl__deepspeed_bsz64k_"
        "onebitlamb_config_seq128_nccl.json",
-       {{"optimizer.type", "'OneBitLamb' is a DeepSpeed option zerotrain does not support yet"}}},
+       {{"optimizer.type", "'OneBitLamb' is a DeepSpeed choice not supported by zerotrain"}}},
       // The eigenvalue monitor (its tensorboard section is accepted).
       {"microsoft__DeepSpeed__tests__model__BingBertSquad__deepspeed_bsz24_fp16_eigenvalue_"
        "quantize_config.json",
-       {{"eigenvalue", "'eigenvalue' is a DeepSpeed option zerotrain does not support yet"}}},
+       {{"eigenvalue", "'eigenvalue' is not supported by zerotrain"}}},
   };
   return kExpected;
 }

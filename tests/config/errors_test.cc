@@ -68,7 +68,7 @@ TEST(ConfigErrors, AllProblemsAreReportedTogether) {
   ParseResult r = parse(R"({"train_batch_size": 8, "gradient_acumulation_steps": 2,
       "fp16": {"enabled": true, "loss_scale": -2}, "bf16": {"enabled": true},
       "zero_optimization": {"stage": 2, "allgather_bucket_size": 3,
-        "offload_param": {"device": "cpu"}, "offload_optimizer": {"pin_memroy": true}}})");
+        "offload_optimizer": {"pin_memroy": true, "ratio": 0.5}}})");
   EXPECT_FALSE(r.config);
   ASSERT_EQ(r.errors.size(), 6u) << r.status().to_string();
   EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
@@ -78,8 +78,9 @@ TEST(ConfigErrors, AllProblemsAreReportedTogether) {
   EXPECT_THAT(msg, HasSubstr("\n  fp16.loss_scale: must be >= 0, got -2"));
   EXPECT_THAT(msg, HasSubstr("\n  zero_optimization.offload_optimizer.pin_memroy: unknown"));
   EXPECT_THAT(msg, HasSubstr("\n  bf16.enabled: fp16 and bf16 are both enabled"));
-  EXPECT_THAT(msg, HasSubstr("\n  zero_optimization.offload_param.device: offload_param "
-                             "requires zero_optimization.stage 3 (stage is 2)"));
+  EXPECT_THAT(msg, HasSubstr("\n  zero_optimization.offload_optimizer.ratio: DeepSpeed refuses "
+                             "this too: partial offloading (ratio < 1) is only supported at "
+                             "stage 3 (stage is 2)"));
   EXPECT_THAT(msg, HasSubstr("\n  zero_optimization.allgather_bucket_size: must be a multiple "
                              "of 2, got 3"));
   StatusOr<Config> s = parse_config(R"({"train_batch_size": 8, "fp16": {"hysteresis": 0}})", {});
@@ -179,9 +180,31 @@ TEST(ConfigErrors, ReduceScatterRefusesPredivide) {
               HasSubstr("ZeRO stage 2 with reduce_scatter requires"));
 }
 
-TEST(ConfigErrors, LegacyBooleanZeroSectionExplainsTheNewForm) {
-  ParseResult r = parse(R"({"train_batch_size": 8, "zero_optimization": true})");
-  EXPECT_THAT(error_at(r, "zero_optimization"), HasSubstr("write {\"stage\": 1}"));
+// DeepSpeed's read_zero_config_deprecated: true is stage 1 with the top-level
+// allgather_size (default 5e8) as the bucket, false is stage 0.
+TEST(ConfigErrors, LegacyBooleanZeroSectionIsReadAsDeepSpeedReadsIt) {
+  ParseResult on = parse(R"({"train_batch_size": 8, "zero_optimization": true,
+      "allgather_size": 2e8})");
+  ASSERT_TRUE(on.config) << on.status().to_string();
+  EXPECT_EQ(on.config->zero.stage, 1);
+  EXPECT_EQ(on.config->zero.allgather_bucket_size, 200'000'000);
+  ASSERT_EQ(on.warnings.size(), 1u);
+  EXPECT_EQ(on.warnings[0].to_string(),
+            "zero_optimization: deprecated boolean form; DeepSpeed reads true as "
+            "{\"stage\":1,\"allgather_bucket_size\":200000000.0} (and so does zerotrain); write "
+            "that (line 1)");
+  Config plain = testing::parse_ok(R"({"train_batch_size": 8, "zero_optimization": true})");
+  EXPECT_EQ(plain.zero.allgather_bucket_size, 500'000'000);
+  ParseResult off = parse(R"({"train_batch_size": 8, "zero_optimization": false,
+      "allgather_size": 2e8})");
+  ASSERT_TRUE(off.config) << off.status().to_string();
+  EXPECT_EQ(off.config->zero.stage, 0);
+  // Unread by DeepSpeed without the boolean true: ignored, with a warning.
+  EXPECT_EQ(off.warnings.size(), 2u);
+  ParseResult bad = parse(R"({"train_batch_size": 8, "zero_optimization": true,
+      "allgather_size": 3})");
+  EXPECT_THAT(error_at(bad, "zero_optimization.allgather_bucket_size"),
+              HasSubstr("must be a multiple of 2, got 3"));
 }
 
 TEST(ConfigErrors, Stage3KeysBelowStage3Warn) {

@@ -173,15 +173,19 @@ TEST(ConfigParse, DeepSpeedOptionsZerotrainLacksPassOnlyAtTheirDefault) {
       "zero_optimization": {"zero_quantized_weights": true,
         "offload_param": {"device": "nvme"}}, "optimizer": {"type": "Lamb"}})");
   EXPECT_EQ(error_at(r, "zero_optimization.zero_quantized_weights"),
-            "'zero_quantized_weights' is a DeepSpeed option zerotrain does not support yet; "
-            "only its default (false) is accepted");
+            "'zero_quantized_weights' is not supported by zerotrain (DeepSpeed: ZeRO++ qwZ: "
+            "stage 3 all-gathers int8 block-quantized weights); only its default (false) is "
+            "accepted");
   EXPECT_EQ(error_at(r, "hybrid_engine"),
-            "'hybrid_engine' is a DeepSpeed option zerotrain does not support yet "
-            "(remove it or set enabled: false)");
-  EXPECT_THAT(error_at(r, "pipeline"), HasSubstr("does not support yet"));
+            "'hybrid_engine' is not supported by zerotrain (DeepSpeed: DeepSpeed-Chat's switch "
+            "between training and inference kernels) (remove it or set enabled: false)");
+  EXPECT_THAT(error_at(r, "pipeline"),
+              HasSubstr("'pipeline' is not supported by zerotrain (DeepSpeed: pipeline "
+                        "parallelism"));
   EXPECT_EQ(error_at(r, "zero_optimization.offload_param.device"),
-            "'nvme' is a DeepSpeed option zerotrain does not support yet (supported: none, cpu)");
-  EXPECT_THAT(error_at(r, "optimizer.type"), HasSubstr("'Lamb' is a DeepSpeed option"));
+            "'nvme' is a DeepSpeed choice not supported by zerotrain (supported: none, cpu)");
+  EXPECT_THAT(error_at(r, "optimizer.type"),
+              HasSubstr("'Lamb' is a DeepSpeed choice not supported by zerotrain"));
 }
 
 TEST(ConfigParse, RangesAreChecked) {

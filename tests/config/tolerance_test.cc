@@ -212,8 +212,9 @@ TEST(ConfigTolerance, IgnoredKeysWarnAndLackingFeaturesAreRefusedByName) {
   ParseResult refused = parse(R"({"train_batch_size": 8, "wandb": {"enabled": true},
       "fp8": {"enabled": true}, "sequence_parallel": {"enabled": false}})");
   EXPECT_THAT(error_at(refused, "wandb"), HasSubstr("--metrics"));
-  EXPECT_THAT(error_at(refused, "fp8"), HasSubstr("'fp8' is a DeepSpeed option zerotrain does "
-                                                  "not support yet"));
+  EXPECT_THAT(error_at(refused, "fp8"),
+              HasSubstr("'fp8' is not supported by zerotrain (DeepSpeed: fp8 training through "
+                        "Transformer Engine) (remove it or set enabled: false)"));
   EXPECT_EQ(refused.errors.size(), 2u) << refused.status().to_string();
 }
 
