@@ -228,14 +228,17 @@ void add_stage3_alias_keys(std::vector<KeySpec>& out) {
       {.path = "zero_optimization.cpu_offload",
        .type = kBool,
        .support = kDeprecated,
+       .nullable = true,
        .help = "true = offload_optimizer {device: cpu}."},
       {.path = "zero_optimization.cpu_offload_param",
        .type = kBool,
        .support = kDeprecated,
+       .nullable = true,
        .help = "true = offload_param {device: cpu}."},
       {.path = "zero_optimization.cpu_offload_use_pin_memory",
        .type = kBool,
        .support = kDeprecated,
+       .nullable = true,
        .help = "= pin_memory of both offload sections."},
   };
   out.insert(out.end(), std::begin(keys), std::end(keys));
