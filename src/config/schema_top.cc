@@ -117,18 +117,26 @@ void add_top_level_keys(std::vector<KeySpec>& out) {
       {.path = "sparse_gradients",
        .type = kBool,
        .default_json = "false",
-       .support = kUnsupported,
-       .help = "Reduce embedding gradients as sparse tensors (only the rows a batch touched)."},
+       .support = kInert,
+       .warn = "a communication format for embedding gradients (only the rows a batch "
+               "touched); the reduced values are the same, and zerotrain reduces them densely",
+       .help = "Reduce embedding gradients as sparse tensors (only the rows a batch touched); "
+               "the same values as dense, so accepted with a warning."},
       {.path = "dump_state",
        .type = kBool,
        .default_json = "false",
-       .support = kUnsupported,
-       .help = "Print DeepSpeed's state after initialization."},
+       .support = kInert,
+       .warn = "prints DeepSpeed's engine state after initialization; `zerotrain config check "
+               "FILE` prints zerotrain's effective config",
+       .help = "Print DeepSpeed's state after initialization; accepted with a warning."},
       {.path = "disable_allgather",
        .type = kBool,
        .default_json = "false",
-       .support = kUnsupported,
-       .help = "Stage 1-2: skip the all-gather of updated partitions (legacy switch)."},
+       .support = kInert,
+       .warn = "a legacy ZeRO-1 switch DeepSpeed still parses but no longer uses (its old stage "
+               "1 was removed in 0.5.9)",
+       .help = "A legacy ZeRO-1 switch DeepSpeed parses and no longer uses; accepted with a "
+               "warning."},
       {.path = "checkpoint", .type = kSection, .help = "Checkpoint options."},
       {.path = "checkpoint.tag_validation",
        .type = kString,

@@ -341,6 +341,14 @@ TEST(ConfigHonesty, WhatDeepSpeedIgnoresInContextIsAcceptedWithANoteAndNoEffect)
       "legacy_stage1": true}})");
   ASSERT_TRUE(ls.config) << ls.status().to_string();
   EXPECT_THAT(all_messages(ls), HasSubstr("legacy_stage1: ignored at zero_optimization.stage 0"));
+  // Legacy top-level switches DeepSpeed parses and no longer acts on, and
+  // ones that change only how it prints or communicates.
+  ParseResult legacy = parse(R"({"train_batch_size": 8, "disable_allgather": true,
+      "dump_state": true, "sparse_gradients": true})");
+  ASSERT_TRUE(legacy.config) << legacy.status().to_string();
+  EXPECT_THAT(all_messages(legacy),
+              HasSubstr("disable_allgather: ignored: a legacy ZeRO-1 switch"));
+  EXPECT_EQ(legacy.warnings.size(), 3u) << all_messages(legacy);
   // fp16 keys in a bf16 section, stage-3 keys below stage 3.
   ParseResult mixed = parse(R"({"train_batch_size": 8, "bf16": {"enabled": true,
       "loss_scale": 0}, "zero_optimization": {"stage": 1, "stage3_max_live_parameters": 5}})");
