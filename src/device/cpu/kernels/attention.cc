@@ -15,10 +15,13 @@
 namespace zerotrain::device::cpu {
 namespace attention_detail {
 
+// Indices below are relative to the row's first held key c0.
 ZT_SIMD_CLONES void causal_softmax_rows(float* att, int64_t ld, int64_t t0, int64_t rows,
-                                        int64_t width, float* lse, const int32_t* first) {
+                                        int64_t width, float* lse, const int32_t* first,
+                                        int64_t c0) {
+  width -= c0;
   for (int64_t i = 0; i < rows; ++i) {
-    const int64_t t = t0 + i, lo = first ? first[i] : 0;
+    const int64_t t = t0 + i - c0, lo = (first ? first[i] : 0) - c0;
     float* row = att + i * ld;
     for (int64_t j = 0; j < lo; ++j) row[j] = 0.0f;
     float maxv = row[lo];
@@ -39,9 +42,10 @@ ZT_SIMD_CLONES void causal_softmax_rows(float* att, int64_t ld, int64_t t0, int6
 }
 
 ZT_SIMD_CLONES void causal_exp_rows(float* p, int64_t ld, int64_t t0, int64_t rows, int64_t width,
-                                    const float* lse, const int32_t* first) {
+                                    const float* lse, const int32_t* first, int64_t c0) {
+  width -= c0;
   for (int64_t i = 0; i < rows; ++i) {
-    const int64_t t = t0 + i, lo = first ? first[i] : 0;
+    const int64_t t = t0 + i - c0, lo = (first ? first[i] : 0) - c0;
     float* row = p + i * ld;
     const float l = lse[i];
     for (int64_t j = 0; j < lo; ++j) row[j] = 0.0f;
@@ -53,9 +57,10 @@ ZT_SIMD_CLONES void causal_exp_rows(float* p, int64_t ld, int64_t t0, int64_t ro
 
 ZT_SIMD_CLONES void causal_softmax_backward_rows(float* datt, int64_t ldg, const float* att,
                                                  int64_t lda, int64_t t0, int64_t rows,
-                                                 int64_t width) {
+                                                 int64_t width, int64_t c0) {
+  width -= c0;
   for (int64_t i = 0; i < rows; ++i) {
-    const int64_t t = t0 + i;
+    const int64_t t = t0 + i - c0;
     float* g = datt + i * ldg;
     const float* a = att + i * lda;
     float dot = 0.0f;
@@ -98,11 +103,23 @@ float* thread_work(int64_t floats) {
   return work.data();
 }
 
-// s[rows, cols] (ld T) = scale · q[r0 .. r0+rows) · k[0 .. cols)ᵀ for one head.
-Status block_scores(float* s, const float* q, int64_t r0, int64_t rows, const Dims& d) {
+// s[rows, cols - c0] (ld T) = scale · q[r0 .. r0+rows) · k[c0 .. cols)ᵀ for
+// one head, cols = r0 + rows.
+Status block_scores(float* s, const float* q, int64_t r0, int64_t rows, int64_t c0,
+                    const Dims& d) {
   const int64_t ld = 3 * d.C;
-  return matmul(gemm(false, true, rows, r0 + rows, d.hs, d.scale, 0.0f, ld, ld, d.T), q + r0 * ld,
-                q + d.C, nullptr, s);
+  return matmul(gemm(false, true, rows, r0 + rows - c0, d.hs, d.scale, 0.0f, ld, ld, d.T),
+                q + r0 * ld, q + d.C + c0 * ld, nullptr, s);
+}
+
+// The first key any query of rows r0 .. r0+rows-1 sees (0 without first):
+// a block of late-starting queries (a sliding window, a later packed
+// document) meets only keys from there, so its cost is the window's.
+int64_t block_first_key(const int32_t* first, int64_t r0, int64_t rows) {
+  if (first == nullptr) return 0;
+  int64_t lo = first[r0];
+  for (int64_t i = 1; i < rows; ++i) lo = std::min<int64_t>(lo, first[r0 + i]);
+  return lo;
 }
 
 // One head by row blocks: att = softmax_causal(scale·q·kᵀ), y = att·v.
@@ -113,12 +130,14 @@ Status head_forward(float* y, float* att, float* lse, const float* q, float* wor
   const int64_t T = d.T, C = d.C;
   for (int64_t r0 = 0; r0 < T; r0 += kRowBlock) {
     const int64_t rows = std::min(kRowBlock, T - r0), cols = r0 + rows;
+    // A kept att holds whole rows; only the recomputing path skips keys.
+    const int64_t c0 = att ? 0 : block_first_key(first, r0, rows);
     float* a = att ? att + r0 * T : work;
-    ZT_RETURN_IF_ERROR(block_scores(a, q, r0, rows, d));
+    ZT_RETURN_IF_ERROR(block_scores(a, q, r0, rows, c0, d));
     causal_softmax_rows(a, T, r0, rows, att ? T : cols, lse ? lse + r0 : nullptr,
-                        first ? first + r0 : nullptr);
-    ZT_RETURN_IF_ERROR(matmul(gemm(false, false, rows, d.hs, cols, 1.0f, 0.0f, T, 3 * C, C), a,
-                              q + 2 * C, nullptr, y + r0 * C));
+                        first ? first + r0 : nullptr, c0);
+    ZT_RETURN_IF_ERROR(matmul(gemm(false, false, rows, d.hs, cols - c0, 1.0f, 0.0f, T, 3 * C, C),
+                              a, q + 2 * C + c0 * 3 * C, nullptr, y + r0 * C));
   }
   return ok_status();
 }
@@ -133,22 +152,26 @@ Status head_backward(float* dq, const float* dy, const float* q, const float* at
   float* g = work_g;
   for (int64_t r0 = 0; r0 < T; r0 += kRowBlock) {
     const int64_t rows = std::min(kRowBlock, T - r0), cols = r0 + rows;
+    const int64_t c0 = att ? 0 : block_first_key(first, r0, rows), n = cols - c0;
     const float* a = att ? att + r0 * T : work_p;
     if (!att) {
-      ZT_RETURN_IF_ERROR(block_scores(work_p, q, r0, rows, d));
-      causal_exp_rows(work_p, T, r0, rows, cols, lse + r0, first ? first + r0 : nullptr);
+      ZT_RETURN_IF_ERROR(block_scores(work_p, q, r0, rows, c0, d));
+      causal_exp_rows(work_p, T, r0, rows, cols, lse + r0, first ? first + r0 : nullptr, c0);
     }
+    // Keys c0 .. cols-1 only: k, v and dk, dv from row c0.
+    const float *k = q + C + c0 * ld, *v = q + 2 * C + c0 * ld;
+    float *dk = dq + C + c0 * ld, *dv = dq + 2 * C + c0 * ld;
     // datt = dy·vᵀ; dv += attᵀ·dy; dpreatt = softmax'(datt).
-    ZT_RETURN_IF_ERROR(matmul(gemm(false, true, rows, cols, hs, 1.0f, 0.0f, C, ld, T), dy + r0 * C,
-                              q + 2 * C, nullptr, g));
-    ZT_RETURN_IF_ERROR(matmul(gemm(true, false, cols, hs, rows, 1.0f, 1.0f, T, C, ld), a,
-                              dy + r0 * C, nullptr, dq + 2 * C));
-    causal_softmax_backward_rows(g, T, a, T, r0, rows, cols);
+    ZT_RETURN_IF_ERROR(
+        matmul(gemm(false, true, rows, n, hs, 1.0f, 0.0f, C, ld, T), dy + r0 * C, v, nullptr, g));
+    ZT_RETURN_IF_ERROR(
+        matmul(gemm(true, false, n, hs, rows, 1.0f, 1.0f, T, C, ld), a, dy + r0 * C, nullptr, dv));
+    causal_softmax_backward_rows(g, T, a, T, r0, rows, cols, c0);
     // dq += scale·dpreatt·k; dk += scale·dpreattᵀ·q.
-    ZT_RETURN_IF_ERROR(matmul(gemm(false, false, rows, hs, cols, d.scale, 1.0f, T, ld, ld), g,
-                              q + C, nullptr, dq + r0 * ld));
-    ZT_RETURN_IF_ERROR(matmul(gemm(true, false, cols, hs, rows, d.scale, 1.0f, T, ld, ld), g,
-                              q + r0 * ld, nullptr, dq + C));
+    ZT_RETURN_IF_ERROR(matmul(gemm(false, false, rows, hs, n, d.scale, 1.0f, T, ld, ld), g, k,
+                              nullptr, dq + r0 * ld));
+    ZT_RETURN_IF_ERROR(matmul(gemm(true, false, n, hs, rows, d.scale, 1.0f, T, ld, ld), g,
+                              q + r0 * ld, nullptr, dk));
   }
   return ok_status();
 }

@@ -46,19 +46,23 @@ Status for_each_head(int64_t BH, Fn&& fn) {
 }
 
 // Rows t0 .. t0+rows-1 of one head's scores (row stride ld): softmax over
-// first[i] <= j <= t (first null: 0; packed documents start later), zero
-// elsewhere below width; lse[i] = log Σ_j exp(score) when lse.
+// first[i] <= j <= t (first null: 0; packed documents and sliding windows
+// start later), zero elsewhere below width; lse[i] = log Σ_j exp(score)
+// when lse. A row holds keys c0 .. width-1 (key j at row[j - c0]; c0 <=
+// every first[i]), so a block whose queries all start late skips the keys
+// before.
 void causal_softmax_rows(float* att, int64_t ld, int64_t t0, int64_t rows, int64_t width,
-                         float* lse, const int32_t* first = nullptr);
+                         float* lse, const int32_t* first = nullptr, int64_t c0 = 0);
 
 // Recomputes softmax rows from scores and the saved lse: p = exp(s - lse)
-// for first[i] <= j <= t, zero elsewhere below width.
+// for first[i] <= j <= t, zero elsewhere below width (keys from c0, as above).
 void causal_exp_rows(float* p, int64_t ld, int64_t t0, int64_t rows, int64_t width,
-                     const float* lse, const int32_t* first = nullptr);
+                     const float* lse, const int32_t* first = nullptr, int64_t c0 = 0);
 
 // In place on rows t0.. of datt (stride ldg) with the matching att rows
-// (stride lda): dpreatt = att ⊙ (datt - Σ_j att·datt), zero for t < j < width.
+// (stride lda): dpreatt = att ⊙ (datt - Σ_j att·datt), zero for t < j < width
+// (keys from c0, as above).
 void causal_softmax_backward_rows(float* datt, int64_t ldg, const float* att, int64_t lda,
-                                  int64_t t0, int64_t rows, int64_t width);
+                                  int64_t t0, int64_t rows, int64_t width, int64_t c0 = 0);
 
 }  // namespace zerotrain::device::cpu::attention_detail

@@ -170,6 +170,35 @@ TEST(Attention, NanKeyPropagatesForwardInTimeOnly) {
   }
 }
 
+// A sliding window (query t sees t-W+1 .. t), within packed documents: the
+// lse pair skips the keys before a row block's first and still matches the
+// masked double reference and its finite differences, across three row
+// blocks whose queries start at different keys.
+TEST(Attention, SlidingWindowInPackedDocumentsMatchesMaskedReference) {
+  constexpr int B = 2, T = 150, C = 8, NH = 2, W = 20;
+  std::vector<int32_t> first(B * T);
+  for (int b = 0; b < B; ++b)
+    for (int t = 0; t < T; ++t) {
+      const int doc = b == 1 && t >= 97 ? 97 : 0;  // row 1 packs a second document at 97
+      first[b * T + t] = std::max(doc, t - W + 1);
+    }
+  auto qkv = random_floats(B * T * 3 * C, 12);
+  std::vector<float> out(B * T * C), lse(B * NH * T);
+  ASSERT_TRUE(
+      attention_forward_lse(out.data(), lse.data(), qkv.data(), B, T, C, NH, first.data()).ok());
+  expect_all_near(out, ref::attention(to_double(qkv), B, T, C, NH, first.data()), 1e-5, "out");
+  auto g = random_floats(B * T * C, 13);
+  auto d0 = random_floats(B * T * 3 * C, 14);  // nonzero start: must accumulate
+  std::vector<float> dqkv = d0;
+  ASSERT_TRUE(attention_backward_lse(dqkv.data(), g.data(), qkv.data(), lse.data(), B, T, C, NH,
+                                     first.data())
+                  .ok());
+  for (size_t i = 0; i < dqkv.size(); ++i) dqkv[i] -= d0[i];
+  expect_gradient_near(
+      [&](const Vec& x) { return dot(g, ref::attention(x, B, T, C, NH, first.data())); },
+      to_double(qkv), dqkv, "dqkv");
+}
+
 TEST(Attention, ChannelsNotDivisibleByHeadsIsInvalidArgument) {
   std::vector<float> buf(1000);
   Status s = attention_forward(buf.data(), buf.data(), buf.data(), 1, 2, 10, 3);

@@ -136,8 +136,10 @@ inline Vec residual(const Vec& a, const Vec& b) {
   return out;
 }
 
-// Causal attention from qkv [B,T,3C] to out [B,T,C], straight from the formula.
-inline Vec attention(const Vec& qkv, int B, int T, int C, int NH) {
+// Causal attention from qkv [B,T,3C] to out [B,T,C], straight from the
+// formula; query t sees keys first[b,t] .. t (first null: 0 .. t).
+inline Vec attention(const Vec& qkv, int B, int T, int C, int NH,
+                     const int32_t* first = nullptr) {
   const int hs = C / NH;
   const double scale = 1.0 / std::sqrt(static_cast<double>(hs));
   Vec out(static_cast<size_t>(B) * T * C, 0.0);
@@ -146,16 +148,17 @@ inline Vec attention(const Vec& qkv, int B, int T, int C, int NH) {
     for (int h = 0; h < NH; ++h)
       for (int t = 0; t < T; ++t) {
         const double* q = &qkv[(b * T + t) * 3 * C + h * hs];
+        const int lo = first ? first[b * T + t] : 0;
         double maxv = -1e300, sum = 0;
-        for (int j = 0; j <= t; ++j) {
+        for (int j = lo; j <= t; ++j) {
           const double* k = &qkv[(b * T + j) * 3 * C + C + h * hs];
           double s = 0;
           for (int i = 0; i < hs; ++i) s += q[i] * k[i];
           p[j] = s * scale;
           maxv = std::max(maxv, p[j]);
         }
-        for (int j = 0; j <= t; ++j) sum += (p[j] = std::exp(p[j] - maxv));
-        for (int j = 0; j <= t; ++j) {
+        for (int j = lo; j <= t; ++j) sum += (p[j] = std::exp(p[j] - maxv));
+        for (int j = lo; j <= t; ++j) {
           const double* v = &qkv[(b * T + j) * 3 * C + 2 * C + h * hs];
           for (int i = 0; i < hs; ++i) out[(b * T + t) * C + h * hs + i] += p[j] / sum * v[i];
         }
