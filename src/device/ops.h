@@ -208,11 +208,12 @@ class Ops {
   // Generation with a KV cache: n new tokens a row at positions
   // [pos, pos+n), packed qkv [B,n,3·NH·HD]; their keys and values go into
   // k_cache / v_cache [B,NKV,Tmax,HD], then each attends causally over the
-  // cache (device/cpu/kernels/attention_decode.h). InvalidArgument when
-  // pos + n > Tmax or NKV does not divide NH.
+  // cache (device/cpu/kernels/attention_decode.h); window > 0: position p
+  // sees only keys p-window+1 .. p (a sliding window). InvalidArgument when
+  // pos + n > Tmax, NKV does not divide NH or window < 0.
   virtual Status attention_decode(float* out, const float* qkv, float* k_cache, float* v_cache,
                                   int64_t B, int64_t n, int64_t pos, int64_t Tmax, int64_t NH,
-                                  int64_t NKV, int64_t HD) const = 0;
+                                  int64_t NKV, int64_t HD, int64_t window) const = 0;
   // bf16 forms (autocast's rounding points); exactly one of att, lse is
   // non-null; dqkv is overwritten.
   virtual Status attention_forward_bf16(BFloat16* out, float* att, float* lse, const BFloat16* qkv,

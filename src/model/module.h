@@ -345,6 +345,14 @@ class Module {
   // (null when the batch is not packed): each token's first key, and its
   // position within its document.
   const int32_t* doc_first_key() const { return packed_ ? doc_first_.as<int32_t>() : nullptr; }
+  // The first key of each query [B,T] in a layer with a sliding window
+  // (set_attention_window) or without: the window's start clipped to the
+  // document's, or doc_first_key() when the window spans the whole batch.
+  const int32_t* attention_first_key(bool windowed_layer) const {
+    return windowed_layer && windowed_ ? window_first_.as<int32_t>() : doc_first_key();
+  }
+  // Windowed layers attend to the last `window` positions (0: all).
+  void set_attention_window(int64_t window) { attention_window_ = window; }
   const int32_t* doc_positions() const { return packed_ ? doc_pos_.as<int32_t>() : nullptr; }
   // Whether the family's current options can run packed documents
   // (default: no); the message says why not.
@@ -448,8 +456,12 @@ class Module {
   float* flat_grads_ = nullptr;
   std::vector<float*> param_base_, grad_base_;  // [num_groups]
   Status set_doc_starts(const int32_t* doc_starts, int64_t B, int64_t T);
+  Status set_packed_documents(const int32_t* doc_starts, int64_t B, int64_t T);
   device::Buffer doc_first_, doc_pos_;  // [B,T] int32 of a packed forward
   bool packed_ = false;
+  int64_t attention_window_ = 0;
+  device::Buffer window_first_;  // [B,T] int32 when windowed_
+  bool windowed_ = false;
   std::vector<const BFloat16*> param16_base_;   // [num_groups], bf16 views
   GroupHooks hooks_;
   bool backward_ready_ = false;

@@ -51,7 +51,7 @@ class GptDecoder : public Decoder {
       ZT_RETURN_IF_ERROR(
           o.layernorm_forward(ln, nullptr, nullptr, x, w(kLn1Weight), w(kLn1Bias), B_, n, C));
       ZT_RETURN_IF_ERROR(o.linear_forward(qkv, ln, w(kAttnWeight), w(kAttnBias), B_, n, C, 3 * C));
-      ZT_RETURN_IF_ERROR(o.attention_decode(att, qkv, kc, vc, B_, n, pos, Tmax_, NH, NH, HD));
+      ZT_RETURN_IF_ERROR(o.attention_decode(att, qkv, kc, vc, B_, n, pos, Tmax_, NH, NH, HD, 0));
       ZT_RETURN_IF_ERROR(
           o.linear_forward(proj, att, w(kAttnProjWeight), w(kAttnProjBias), B_, n, C, C));
       ZT_RETURN_IF_ERROR(o.residual_forward(x, x, proj, BN * C));

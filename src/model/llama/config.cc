@@ -229,17 +229,32 @@ StatusOr<LlamaConfig> from_json(const nlohmann::json& j) {
     ZT_RETURN_IF_ERROR(r.boolean("use_sliding_window", &use_window));
     if (use_window) {
       ZT_RETURN_IF_ERROR(r.integer("sliding_window", &c.sliding_window));
-      if (r.has("max_window_layers") && j["max_window_layers"] != j["num_hidden_layers"])
-        return invalid_argument(prefix +
-                                "use_sliding_window with max_window_layers != "
-                                "num_hidden_layers (a window on some layers only) is not "
-                                "supported");
+      // HF's Qwen2Config: layers i >= max_window_layers (default 28) slide.
+      c.window_from_layer = 28;
+      ZT_RETURN_IF_ERROR(r.integer("max_window_layers", &c.window_from_layer, false));
+      if (c.window_from_layer < 0)
+        return invalid_argument(prefix + "max_window_layers must be >= 0");
     }
   } else if (c.model_type == "mistral") {
     ZT_RETURN_IF_ERROR(r.integer("sliding_window", &c.sliding_window, false));
   } else {
     return invalid_argument("llama config: model_type \"" + c.model_type +
                             "\" is not one of llama, mistral, qwen2");
+  }
+  // Newer transformers write the per-layer attention kinds out; they must be
+  // the ones the window keys above imply (kept verbatim in extra).
+  if (r.has("layer_types")) {
+    const nlohmann::json& types = j["layer_types"];
+    if (!types.is_array() || static_cast<int64_t>(types.size()) != c.num_layers)
+      return invalid_argument(prefix + "layer_types must list num_hidden_layers entries");
+    for (int64_t l = 0; l < c.num_layers; ++l) {
+      const std::string want = c.windowed(l) ? "sliding_attention" : "full_attention";
+      if (types[static_cast<size_t>(l)] != want)
+        return invalid_argument(prefix + "layer_types[" + std::to_string(l) + "] is " +
+                                types[static_cast<size_t>(l)].dump() + " but sliding_window/" +
+                                "max_window_layers make it \"" + want +
+                                "\"; other layer patterns are not supported");
+    }
   }
   for (auto it = j.begin(); it != j.end(); ++it)
     if (!read_keys().count(it.key())) c.extra[it.key()] = it.value();

@@ -54,10 +54,14 @@ struct LlamaConfig {
   bool tie_word_embeddings = false;
   bool qkv_bias = false;       // q/k/v projections have biases (qwen2; llama attention_bias)
   bool o_bias = false;         // o_proj has a bias (llama attention_bias)
-  int64_t sliding_window = 0;  // 0: none (mistral: attend to the last W positions)
+  int64_t sliding_window = 0;  // 0: none; else windowed layers attend to the last W positions
+  // Layers from this one on are windowed: 0 for Mistral, Qwen2's max_window_layers.
+  int64_t window_from_layer = 0;
   nlohmann::json extra = nlohmann::json::object();  // HF keys kept verbatim
 
   int64_t head_dim() const { return hidden_size / num_heads; }
+  // Whether layer l attends through the sliding window (HF's "sliding_attention").
+  bool windowed(int64_t l) const { return sliding_window > 0 && l >= window_from_layer; }
   int64_t kv_dim() const { return num_kv_heads * head_dim(); }
 };
 

@@ -75,7 +75,8 @@ class LlamaDecoder : public Decoder {
       ZT_RETURN_IF_ERROR(linear(v, ln, l, s.v_weight, s.v_bias, C, KC));
       ZT_RETURN_IF_ERROR(o.rope_pack_qkv(qkv, q, k, v, cos_ + pos * HD / 2, sin_ + pos * HD / 2, B_,
                                          n, NH, NKV, HD));
-      ZT_RETURN_IF_ERROR(o.attention_decode(att, qkv, kc, vc, B_, n, pos, Tmax_, NH, NKV, HD));
+      ZT_RETURN_IF_ERROR(o.attention_decode(att, qkv, kc, vc, B_, n, pos, Tmax_, NH, NKV, HD,
+                                            c.windowed(l) ? c.sliding_window : 0));
       ZT_RETURN_IF_ERROR(linear(proj, att, l, s.o_weight, s.o_bias, C, C));
       ZT_RETURN_IF_ERROR(o.residual_forward(x, x, proj, BN * C));
       ZT_RETURN_IF_ERROR(
@@ -109,12 +110,6 @@ StatusOr<std::unique_ptr<Decoder>> LlamaModel::make_decoder(int64_t batch, int64
     return invalid_argument("generate: " + std::to_string(max_seq) + " positions; the model has " +
                             std::to_string(cfg_.max_position_embeddings) +
                             " (max_position_embeddings)");
-  }
-  if (cfg_.sliding_window > 0 && max_seq > cfg_.sliding_window) {
-    return invalid_argument("generate: " + std::to_string(max_seq) +
-                            " positions exceed the sliding window of " +
-                            std::to_string(cfg_.sliding_window) +
-                            ", which is not implemented; generate at most that many");
   }
   ZT_RETURN_IF_ERROR(check_parameters_bound("generate"));
   auto d = std::make_unique<LlamaDecoder>(*this, batch, max_seq, std::min<int64_t>(max_seq, 256));

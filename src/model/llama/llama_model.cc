@@ -27,7 +27,9 @@ std::string causal_lm_type(const LlamaConfig& cfg) {
 }  // namespace
 
 LlamaModel::LlamaModel(const LlamaConfig& cfg, const ModuleOptions& options)
-    : Module(make_layout(cfg), options), cfg_(cfg), slots_(block_slots(cfg)) {}
+    : Module(make_layout(cfg), options), cfg_(cfg), slots_(block_slots(cfg)) {
+  set_attention_window(cfg.sliding_window);
+}
 
 StatusOr<LlamaModel> LlamaModel::create(const LlamaConfig& cfg, const ModuleOptions& options) {
   ZT_RETURN_IF_ERROR(validate(cfg));
@@ -40,13 +42,6 @@ StatusOr<LlamaModel> LlamaModel::create(const LlamaConfig& cfg, const ModuleOpti
     return invalid_argument(who + "the sequence length must be in [1, max_position_embeddings=" +
                             std::to_string(cfg.max_position_embeddings) + "], got " +
                             std::to_string(opts.max_seq));
-  if (cfg.sliding_window > 0 && opts.max_seq > cfg.sliding_window)
-    return invalid_argument(who + "sliding_window " + std::to_string(cfg.sliding_window) +
-                            " is shorter than the sequence length " + std::to_string(opts.max_seq) +
-                            "; windowed attention is not implemented yet (train with "
-                            "--seq-len <= " +
-                            std::to_string(cfg.sliding_window) +
-                            ", where the window changes nothing)");
   LlamaModel m(cfg, opts);
   const int64_t rows =
       logits_rows(cfg, opts.max_batch, opts.max_seq, opts.full_logits, opts.head_rows);

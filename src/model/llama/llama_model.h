@@ -19,9 +19,11 @@
 // With for_backward the forward also runs the lm head's backward at unit
 // dloss chunk by chunk (no [B,T,Vp] array); backward(dloss) scales it.
 //
-// == Not implemented (refused at create) ==
-//   A sliding window shorter than max_seq (Mistral's window is then a
-//   no-op and is accepted).
+// == Sliding windows ==
+//   Mistral's sliding_window (every layer) and Qwen2's (layers from
+//   max_window_layers on): query t of a windowed layer attends to keys
+//   t-W+1 .. t (within its packed document), in training at the window's
+//   cost (Module::attention_first_key) and in the KV-cache decoder.
 // == bf16_compute ==
 //   Every GEMM (the projections, the MLP, the lm head) reads bf16 operands
 //   and accumulates in fp32, as under autocast; its output, the residual

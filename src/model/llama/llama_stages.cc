@@ -39,7 +39,8 @@ Status LlamaModel::forward_block(int64_t l) {
   ZT_RETURN_IF_ERROR(linear_fwd(a.v, k.ln, block(l, s.v_weight), block_bias(l, s.v_bias), C, KC));
   ZT_RETURN_IF_ERROR(o.rope_pack_qkv(k.qkv, a.q, a.k, a.v, k.rope_cos, k.rope_sin, B_, T_, NH,
                                      cfg_.num_kv_heads, cfg_.head_dim(), doc_positions()));
-  ZT_RETURN_IF_ERROR(o.attention_forward_lse(a.atty, a.lse, k.qkv, B_, T_, C, NH, doc_first_key()));
+  ZT_RETURN_IF_ERROR(o.attention_forward_lse(a.atty, a.lse, k.qkv, B_, T_, C, NH,
+                                             attention_first_key(cfg_.windowed(l))));
   ZT_RETURN_IF_ERROR(
       linear_fwd(k.proj, a.atty, block(l, s.o_weight), block_bias(l, s.o_bias), C, C));
   ZT_RETURN_IF_ERROR(o.residual_forward(a.res2, x, k.proj, BT * C));
@@ -82,7 +83,8 @@ Status LlamaModel::backward_block(int64_t l) {
                                      cfg_.num_kv_heads, cfg_.head_dim(), doc_positions()));
   ZT_RETURN_IF_ERROR(zero(k.dqkv, BT * 3 * C));
   ZT_RETURN_IF_ERROR(
-      o.attention_backward_lse(k.dqkv, k.datty, k.qkv, a.lse, B_, T_, C, NH, doc_first_key()));
+      o.attention_backward_lse(k.dqkv, k.datty, k.qkv, a.lse, B_, T_, C, NH,
+                               attention_first_key(cfg_.windowed(l))));
   ZT_RETURN_IF_ERROR(o.rope_unpack_qkv_backward(k.dq, k.dk, k.dv, k.dqkv, k.rope_cos, k.rope_sin,
                                                 B_, T_, NH, cfg_.num_kv_heads, cfg_.head_dim(),
                                                 doc_positions()));

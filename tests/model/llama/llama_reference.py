@@ -71,7 +71,9 @@ Semantics (HF, eager attention), with dtype the run dtype:
     rotate_half(x) = cat(-x2, x1);
   * GQA: kv head j serves query heads j*n_rep .. j*n_rep + n_rep - 1;
   * softmax(q k^T * D^-0.5 + causal mask) in float32 (float64 runs: float64);
-    mistral's sliding_window W: query i sees key j iff i - W < j <= i;
+    a sliding window W: query i sees key j iff i - W < j <= i, on every layer
+    for mistral, on layers >= max_window_layers (HF's default 28) for qwen2
+    with use_sliding_window;
   * h = x + o_proj(attn(input_layernorm(x)));
     out = h + down_proj(silu(gate_proj(n)) * up_proj(n)), n = post_attention_layernorm(h);
     model.norm, lm_head (embed_tokens when tie_word_embeddings).
@@ -79,8 +81,8 @@ Config defaults are HF's where they are the same for the three families
 (rope_theta 10000, rms_norm_eps 1e-6, head_dim hidden/heads, tie False, biases
 False, hidden_act silu); where HF's default differs by family
 (num_key_value_heads for mistral/qwen2, sliding_window for mistral) the key is
-required. Anything this file does not implement (other rope types, qwen2's
-use_sliding_window, other activations) is an error, never ignored.
+required. Anything this file does not implement (other rope types, other
+activations) is an error, never ignored.
 """
 
 import argparse
@@ -138,6 +140,7 @@ class Config:
     o_bias: bool
     mlp_bias: bool
     sliding_window: int  # None: plain causal
+    window_from: int = 0  # layers >= this slide (qwen2's max_window_layers)
 
 
 def parse_config(d, where):
@@ -243,13 +246,18 @@ def parse_config(d, where):
         if window is not None and (not isinstance(window, int) or isinstance(window, bool)
                                    or window < 1):
             fail(f"sliding_window must be null or a positive integer, got {window!r}")
-    elif mt == "qwen2":
-        if d.get("use_sliding_window"):
-            fail("qwen2 use_sliding_window=true is not implemented")
+    window_from = 0
+    if mt == "qwen2" and d.get("use_sliding_window"):
+        # HF Qwen2Config: sliding_window applies to layers i >= max_window_layers (28).
+        window = d.get("sliding_window")
+        if not isinstance(window, int) or isinstance(window, bool) or window < 1:
+            fail(f"use_sliding_window needs a positive integer sliding_window, got {window!r}")
+        window_from = d.get("max_window_layers", 28)
 
     return Config(mt, vocab, hidden, inter, layers, heads, kv, head_dim,
                   number("rms_norm_eps", 1e-6), number("rope_theta", 10000.0), rs,
-                  flag("tie_word_embeddings", False), qkv_bias, o_bias, mlp_bias, window)
+                  flag("tie_word_embeddings", False), qkv_bias, o_bias, mlp_bias, window,
+                  window_from)
 
 
 def load_config(path):
@@ -340,12 +348,12 @@ def repeat_kv(x, n_rep):
     return x[:, :, None].expand(b, kvh, n_rep, s, d).reshape(b, kvh * n_rep, s, d)
 
 
-def attention_mask(cfg, T):
-    """[T, T] bool, True where query i may see key j."""
+def attention_mask(cfg, T, layer):
+    """[T, T] bool, True where query i may see key j in this layer."""
     i = torch.arange(T)[:, None]
     j = torch.arange(T)[None, :]
     ok = j <= i
-    if cfg.sliding_window is not None:
+    if cfg.sliding_window is not None and layer >= cfg.window_from:
         ok = ok & (j > i - cfg.sliding_window)
     return ok
 
@@ -358,7 +366,6 @@ def forward(cfg, P, tokens, lora=None):
     B, T = tokens.shape
     H, KV, D = cfg.num_heads, cfg.num_kv_heads, cfg.head_dim
     cos, sin = rope_cos_sin(cfg, T, dtype)
-    allowed = attention_mask(cfg, T)
     scaling = D ** -0.5
 
     def lin(x, name):
@@ -380,7 +387,7 @@ def forward(cfg, P, tokens, lora=None):
         k = repeat_kv(k, H // KV)
         v = repeat_kv(v, H // KV)
         s = torch.matmul(q, k.transpose(2, 3)) * scaling
-        s = s.masked_fill(~allowed, float("-inf"))
+        s = s.masked_fill(~attention_mask(cfg, T, li), float("-inf"))
         a = torch.softmax(s, dim=-1, dtype=compute).to(dtype)
         o = torch.matmul(a, v).transpose(1, 2).reshape(B, T, H * D)
         h = x + lin(o, p + "self_attn.o_proj")
@@ -706,6 +713,12 @@ SELFCHECK_CONFIGS = {
         "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2,
         "head_dim": 12, "rms_norm_eps": 1e-5, "rope_theta": 10000.0,
         "max_position_embeddings": 64, "tie_word_embeddings": False, "sliding_window": 3},
+    "qwen2-window-from-1": {
+        "model_type": "qwen2", "vocab_size": 61, "hidden_size": 32, "intermediate_size": 48,
+        "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2,
+        "rms_norm_eps": 1e-6, "rope_theta": 1000000.0, "max_position_embeddings": 64,
+        "tie_word_embeddings": False, "use_sliding_window": True, "sliding_window": 3,
+        "max_window_layers": 1},
 }
 
 

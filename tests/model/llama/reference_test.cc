@@ -36,7 +36,9 @@ struct Case {
 
 // Every feature at least once: GQA, MQA and MHA; tied and untied; q/k/v
 // biases (qwen2) and llama's attention_bias (o_proj too); rope scaling
-// llama3 and linear; mistral's window (>= T: a no-op); sharded weights.
+// llama3 and linear; sliding windows shorter than T (mistral's on every
+// layer, qwen2's from max_window_layers on, with HF's layer_types); sharded
+// weights.
 const Case kCases[] = {
     {"llama_gqa_llama3_untied",
      R"({"model_type": "llama", "vocab_size": 61, "hidden_size": 32, "intermediate_size": 48,
@@ -63,7 +65,14 @@ const Case kCases[] = {
      R"({"model_type": "mistral", "vocab_size": 64, "hidden_size": 32, "intermediate_size": 64,
          "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2,
          "rms_norm_eps": 1e-5, "rope_theta": 10000.0, "max_position_embeddings": 64,
-         "sliding_window": 8})",
+         "sliding_window": 3})",
+     0},
+    {"qwen2_window_from_layer_1",
+     R"({"model_type": "qwen2", "vocab_size": 70, "hidden_size": 32, "intermediate_size": 56,
+         "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2,
+         "rms_norm_eps": 1e-6, "rope_theta": 1000000.0, "max_position_embeddings": 64,
+         "tie_word_embeddings": false, "use_sliding_window": true, "sliding_window": 4,
+         "max_window_layers": 1, "layer_types": ["full_attention", "sliding_attention"]})",
      0},
 };
 

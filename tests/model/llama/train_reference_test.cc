@@ -56,12 +56,13 @@ class LlamaTrainReference : public ::testing::Test {
         << R"({"model_type": "qwen2", "vocab_size": 256, "hidden_size": 32,
               "intermediate_size": 48, "num_hidden_layers": 2, "num_attention_heads": 4,
               "num_key_value_heads": 1, "rms_norm_eps": 1e-6, "rope_theta": 1000000.0,
-              "max_position_embeddings": 64, "tie_word_embeddings": true})";
+              "max_position_embeddings": 64, "tie_word_embeddings": true,
+              "use_sliding_window": true, "sliding_window": 5, "max_window_layers": 1})";
     std::ofstream(dir_->file("mistral.json"))
         << R"({"model_type": "mistral", "vocab_size": 256, "hidden_size": 32,
               "intermediate_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4,
               "num_key_value_heads": 2, "rms_norm_eps": 1e-5, "rope_theta": 10000.0,
-              "max_position_embeddings": 64, "sliding_window": 16})";
+              "max_position_embeddings": 64, "sliding_window": 6})";
     {
       std::ofstream text(dir_->file("in.txt"));
       for (int i = 0; i < 300; ++i)

@@ -8,7 +8,8 @@
 namespace zerotrain::device::cpu {
 
 void attention_decode(float* out, const float* qkv, float* k_cache, float* v_cache, int64_t B,
-                      int64_t n, int64_t pos, int64_t Tmax, int64_t NH, int64_t NKV, int64_t HD) {
+                      int64_t n, int64_t pos, int64_t Tmax, int64_t NH, int64_t NKV, int64_t HD,
+                      int64_t window) {
   const int64_t C = NH * HD, group = NH / NKV;
   // Store the new keys and values (one of each repeated group).
 #pragma omp parallel for collapse(2) schedule(static)
@@ -32,23 +33,24 @@ void attention_decode(float* out, const float* qkv, float* k_cache, float* v_cac
         for (int64_t i = 0; i < n; ++i) {
           const float* q = qkv + (b * n + i) * 3 * C + h * HD;
           const int64_t g = h / group, last = pos + i;
+          const int64_t lo = window > 0 ? std::max<int64_t>(0, last - window + 1) : 0;
           const float* k = k_cache + (b * NKV + g) * Tmax * HD;
           const float* v = v_cache + (b * NKV + g) * Tmax * HD;
           float max = -INFINITY;
-          for (int64_t t = 0; t <= last; ++t) {
+          for (int64_t t = lo; t <= last; ++t) {
             float dot = 0.0f;
             for (int64_t d = 0; d < HD; ++d) dot += q[d] * k[t * HD + d];
             w[t] = dot * scale;
             max = std::max(max, w[t]);
           }
           float sum = 0.0f;
-          for (int64_t t = 0; t <= last; ++t) {
+          for (int64_t t = lo; t <= last; ++t) {
             w[t] = std::exp(w[t] - max);
             sum += w[t];
           }
           float* y = out + (b * n + i) * C + h * HD;
           std::fill_n(y, HD, 0.0f);
-          for (int64_t t = 0; t <= last; ++t) {
+          for (int64_t t = lo; t <= last; ++t) {
             const float p = w[t] / sum;
             for (int64_t d = 0; d < HD; ++d) y[d] += p * v[t * HD + d];
           }

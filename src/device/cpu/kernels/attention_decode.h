@@ -6,9 +6,11 @@
 // key/value heads NH/NKV times); their keys and values are first written
 // into the cache, which keeps NKV heads: k_cache, v_cache [B,NKV,Tmax,HD].
 // Then out[b,i,h] = softmax(q·kᵀ/√HD over positions ≤ pos+i)·v, per head h
-// reading cache head h / (NH/NKV). Sums run in float in position order.
+// reading cache head h / (NH/NKV). With window > 0 position p sees only
+// positions p-window+1 .. p (Mistral's sliding window), at a cost of the
+// window's length. Sums run in float in position order.
 //
-//   attention_decode(y, qkv, kc, vc, B, 1, pos, Tmax, NH, NKV, HD);  // one token
+//   attention_decode(y, qkv, kc, vc, B, 1, pos, Tmax, NH, NKV, HD, 0);  // one token
 //
 // Threads: OpenMP over (b, h, i). Thread-safety: no shared state.
 #pragma once
@@ -22,6 +24,6 @@ void attention_decode(float* out,        // [B,n,NH·HD]
                       float* k_cache,    // [B,NKV,Tmax,HD], positions [pos, pos+n) written
                       float* v_cache,    // [B,NKV,Tmax,HD]
                       int64_t B, int64_t n, int64_t pos, int64_t Tmax, int64_t NH, int64_t NKV,
-                      int64_t HD);
+                      int64_t HD, int64_t window);
 
 }  // namespace zerotrain::device::cpu

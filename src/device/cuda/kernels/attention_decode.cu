@@ -47,11 +47,13 @@ __device__ __forceinline__ float warp_sum(float v) {
 __global__ void __launch_bounds__(kDecodeWarps * 32)
     decode_attend_kernel(float* out, const float* qkv, const float* k_cache, const float* v_cache,
                          int64_t n, int64_t pos, int64_t Tmax, int64_t NH, int64_t NKV, int64_t HD,
-                         float scale) {
+                         int64_t window, float scale) {
   extern __shared__ float smem[];
   __shared__ float warp_max[kDecodeWarps], warp_sum_p[kDecodeWarps];
   const int64_t i = blockIdx.x % n, h = blockIdx.x / n % NH, b = blockIdx.x / (n * NH);
   const int64_t C = NH * HD, g = h / (NH / NKV), last = pos + i;
+  // A sliding window: keys last-window+1 .. last only.
+  const int64_t lo = window > 0 && last - window + 1 > 0 ? last - window + 1 : 0;
   const float* q = qkv + (b * n + i) * 3 * C + h * HD;
   const float* k = k_cache + (b * NKV + g) * Tmax * HD;
   const float* v = v_cache + (b * NKV + g) * Tmax * HD;
@@ -63,7 +65,7 @@ __global__ void __launch_bounds__(kDecodeWarps * 32)
   __syncthreads();
 
   float m = -INFINITY, l = 0.0f;
-  for (int64_t t = warp; t <= last; t += kDecodeWarps) {
+  for (int64_t t = lo + warp; t <= last; t += kDecodeWarps) {
     float dot = 0.0f;
     for (int64_t d = lane; d < HD; d += 32) dot = fmaf(qs[d], k[t * HD + d], dot);
     const float s = warp_sum(dot) * scale;
@@ -97,13 +99,13 @@ __global__ void __launch_bounds__(kDecodeWarps * 32)
 
 Status attention_decode(cudaStream_t stream, float* out, const float* qkv, float* k_cache,
                         float* v_cache, int64_t B, int64_t n, int64_t pos, int64_t Tmax, int64_t NH,
-                        int64_t NKV, int64_t HD) {
+                        int64_t NKV, int64_t HD, int64_t window) {
   // The checks of CpuOps::attention_decode, with its message.
-  if (pos < 0 || n < 1 || pos + n > Tmax || NKV < 1 || NH % NKV != 0) {
+  if (pos < 0 || n < 1 || pos + n > Tmax || NKV < 1 || NH % NKV != 0 || window < 0) {
     return invalid_argument("attention_decode: positions [" + std::to_string(pos) + ", " +
                             std::to_string(pos + n) + ") in a cache of " + std::to_string(Tmax) +
                             ", " + std::to_string(NH) + " heads over " + std::to_string(NKV) +
-                            " key/value heads");
+                            " key/value heads, window " + std::to_string(window));
   }
   if (B <= 0 || NH <= 0 || HD <= 0) return ok_status();
   const Grid store = grid_1d(B * n * NKV * HD);
@@ -120,7 +122,7 @@ Status attention_decode(cudaStream_t stream, float* out, const float* qkv, float
         decode_attend_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)));
   }
   decode_attend_kernel<<<static_cast<unsigned>(blocks), kDecodeWarps * 32, smem, stream>>>(
-      out, qkv, k_cache, v_cache, n, pos, Tmax, NH, NKV, HD,
+      out, qkv, k_cache, v_cache, n, pos, Tmax, NH, NKV, HD, window,
       1.0f / std::sqrt(static_cast<float>(HD)));
   return check_launch("attention decode");
 }
