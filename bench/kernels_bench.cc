@@ -8,6 +8,7 @@
 // dot product before timing, so a broken kernel cannot report a fast time.
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <random>
@@ -114,6 +115,30 @@ void BM_AttentionLseForwardBackward(benchmark::State& state) {
   }
 }
 BENCHMARK(BM_AttentionLseForwardBackward)->Unit(benchmark::kMillisecond);
+
+// Sliding-window attention (Mistral): T = 2048, window W (W = T: plain
+// causal). Row blocks skip the keys before their window, so time falls
+// with W.
+void BM_AttentionSlidingWindow(benchmark::State& state) {
+  const int64_t B = 1, T = state.range(0), W = state.range(1);
+  auto qkv = randn(B * T * 3 * kC, 4), dout = randn(B * T * kC, 5);
+  std::vector<float> out(B * T * kC), lse(B * kNH * T), dqkv(qkv.size());
+  std::vector<int32_t> first(B * T);
+  for (int64_t t = 0; t < T; ++t) first[t] = static_cast<int32_t>(std::max<int64_t>(0, t - W + 1));
+  for (auto _ : state) {
+    check(kc::attention_forward_lse(out.data(), lse.data(), qkv.data(), B, T, kC, kNH,
+                                    first.data()),
+          state);
+    check(kc::attention_backward_lse(dqkv.data(), dout.data(), qkv.data(), lse.data(), B, T, kC,
+                                     kNH, first.data()),
+          state);
+  }
+}
+BENCHMARK(BM_AttentionSlidingWindow)
+    ->Args({2048, 2048})
+    ->Args({2048, 512})
+    ->Args({2048, 128})
+    ->Unit(benchmark::kMillisecond);
 
 void BM_LayerNorm(benchmark::State& state) {
   const int64_t B = 4;
