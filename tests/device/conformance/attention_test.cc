@@ -161,6 +161,19 @@ TEST_P(AttentionConformance, KeepingLseWithPackedDocumentsMatchesHost) {
   }
 }
 
+// A sliding window of 24 (every query's first key moves with it), inside
+// the packed documents: tiles before a block's windows are skipped.
+TEST_P(AttentionConformance, KeepingLseWithSlidingWindowMatchesHost) {
+  uint64_t seed = 300;
+  for (const Shape& s : {Shape{2, 70, 64, 4}, Shape{1, 256, 256, 4}}) {
+    SCOPED_TRACE(s.name());
+    std::vector<int32_t> first = packed_first(s.B, s.T);
+    for (int64_t i = 0; i < s.B * s.T; ++i)
+      first[i] = std::max<int32_t>(first[i], static_cast<int32_t>(i % s.T) - 23);
+    lse_case(s, &first, seed += 3);
+  }
+}
+
 // The bf16 forms keeping att (keep_att) or lse.
 void AttentionConformance::bf16_case(const Shape& s, bool keep_att, uint64_t seed) {
   const std::string what = s.name() + (keep_att ? " att" : " lse");
