@@ -314,7 +314,6 @@ class Walker {
   void opaque(const KeySpec& spec, const Json& value, const std::string& shown) {
     if (value.is_null()) return;
     if (spec.support == Support::kInert) return warn_ignored(spec, shown);
-    std::string name(leaf_name(spec.path));
     if (!value.is_object()) return error(shown, "expected an object, got " + describe(value));
     const std::string unsupported = not_supported(spec);
     if (spec.gate.empty()) {
