@@ -209,11 +209,14 @@ class Ops {
   // [pos, pos+n), packed qkv [B,n,3·NH·HD]; their keys and values go into
   // k_cache / v_cache [B,NKV,Tmax,HD], then each attends causally over the
   // cache (device/cpu/kernels/attention_decode.h); window > 0: position p
-  // sees only keys p-window+1 .. p (a sliding window). InvalidArgument when
-  // pos + n > Tmax, NKV does not divide NH or window < 0.
+  // sees only keys p-window+1 .. p (a sliding window); row_first [B]
+  // (device, null: 0): row b's keys start there (left-padded prompts; a
+  // position before it gets zeros). InvalidArgument when pos + n > Tmax,
+  // NKV does not divide NH or window < 0.
   virtual Status attention_decode(float* out, const float* qkv, float* k_cache, float* v_cache,
                                   int64_t B, int64_t n, int64_t pos, int64_t Tmax, int64_t NH,
-                                  int64_t NKV, int64_t HD, int64_t window) const = 0;
+                                  int64_t NKV, int64_t HD, int64_t window,
+                                  const int32_t* row_first) const = 0;
   // bf16 forms (autocast's rounding points); exactly one of att, lse is
   // non-null; dqkv is overwritten.
   virtual Status attention_forward_bf16(BFloat16* out, float* att, float* lse, const BFloat16* qkv,

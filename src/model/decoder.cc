@@ -15,7 +15,47 @@ Status Decoder::allocate_io() {
   ZT_ASSIGN_OR_RETURN(logits_,
                       device_.allocate(static_cast<size_t>(B_ * Vp_) * 4,
                                        device::MemoryCategory::kActivations, "generation logits"));
+  ZT_ASSIGN_OR_RETURN(
+      row_first_, device_.allocate(static_cast<size_t>(B_) * 4,
+                                   device::MemoryCategory::kActivations, "generation row starts"));
+  ZT_ASSIGN_OR_RETURN(
+      positions_, device_.allocate(static_cast<size_t>(B_ * max_chunk_) * 4,
+                                   device::MemoryCategory::kActivations, "generation positions"));
   return ok_status();
+}
+
+void Decoder::reset() {
+  position_ = 0;
+  padded_ = false;
+}
+
+Status Decoder::set_row_starts(std::span<const int64_t> starts) {
+  if (position_ != 0)
+    return invalid_argument("generate: row starts are set before the first step (reset first)");
+  if (static_cast<int64_t>(starts.size()) != B_)
+    return invalid_argument("generate: " + std::to_string(starts.size()) + " row starts for " +
+                            std::to_string(B_) + " rows");
+  std::vector<int32_t> first(starts.size());
+  for (size_t b = 0; b < starts.size(); ++b) {
+    if (starts[b] < 0 || starts[b] >= Tmax_)
+      return invalid_argument("generate: row " + std::to_string(b) + " starts at " +
+                              std::to_string(starts[b]) + ", outside the decoder's " +
+                              std::to_string(Tmax_) + " positions");
+    first[b] = static_cast<int32_t>(starts[b]);
+  }
+  row_starts_.assign(starts.begin(), starts.end());
+  padded_ = std::any_of(starts.begin(), starts.end(), [](int64_t s) { return s != 0; });
+  return device_.copy(row_first_.data(), first.data(), first.size() * 4);
+}
+
+StatusOr<const int32_t*> Decoder::row_positions(int64_t n, int64_t pos) {
+  std::vector<int32_t> p(static_cast<size_t>(B_ * n));
+  for (int64_t b = 0; b < B_; ++b)
+    for (int64_t i = 0; i < n; ++i)
+      p[static_cast<size_t>(b * n + i)] =
+          static_cast<int32_t>(std::max<int64_t>(0, pos + i - row_start(b)));
+  ZT_RETURN_IF_ERROR(device_.copy(positions_.data(), p.data(), p.size() * 4));
+  return positions_.as<int32_t>();
 }
 
 Status Decoder::step(const int32_t* tokens, int64_t n, std::vector<float>* logits) {

@@ -14,6 +14,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "core/status.h"
@@ -31,8 +32,14 @@ class Decoder {
   int64_t max_seq() const { return Tmax_; }
   // Tokens fed so far a row (the next token's position).
   int64_t position() const { return position_; }
-  // Forgets the cache: the next step starts a new sequence.
-  void reset() { position_ = 0; }
+  // Forgets the cache (and the row starts): the next step starts a new sequence.
+  void reset();
+  // Left padding, before the first step: row b's sequence starts at cache
+  // position starts[b]; the tokens it is fed before that are pads, which no
+  // later token attends to, and its positions (RoPE, learned) count from
+  // there. InvalidArgument after a step, for a start outside [0, max_seq())
+  // or for a count other than batch().
+  Status set_row_starts(std::span<const int64_t> starts);
 
   // Feeds tokens [B, n] (host, row-major) at position() and writes every
   // row's logits for the token after its last new one into `logits` [B, V]
@@ -44,17 +51,27 @@ class Decoder {
   // forward (longer steps are cut into chunks).
   Decoder(device::Device& device, int64_t B, int64_t Tmax, int64_t max_chunk, int64_t V,
           int64_t Vp);
-  // Allocates the token and logits buffers; the family calls it.
+  // Allocates the token, logits and row-start buffers; the family calls it.
   Status allocate_io();
+  // Row b's first real cache position (0 without left padding).
+  int64_t row_start(int64_t b) const { return padded_ ? row_starts_[static_cast<size_t>(b)] : 0; }
+  // The row starts in device memory [B] for Ops::attention_decode; null
+  // when every row starts at 0.
+  const int32_t* row_first() const { return padded_ ? row_first_.as<int32_t>() : nullptr; }
+  // Positions [B, n] of the n tokens fed at `pos`, counted from each row's
+  // start (a pad's clamps to 0), in device memory: the RoPE table rows.
+  StatusOr<const int32_t*> row_positions(int64_t n, int64_t pos);
   // The family's forward of tokens_ [B, n] (device) at `pos`, n <=
   // max_chunk: caches their keys and values and leaves each row's last
   // logits [B, Vp] in logits_.
   virtual Status forward(int64_t n, int64_t pos) = 0;
 
   device::Device& device_;
-  device::Buffer tokens_, logits_;
+  device::Buffer tokens_, logits_, row_first_, positions_;
   int64_t B_, Tmax_, max_chunk_, V_, Vp_;
   int64_t position_ = 0;
+  std::vector<int64_t> row_starts_;
+  bool padded_ = false;
 };
 
 }  // namespace zerotrain::model

@@ -98,4 +98,69 @@ StatusOr<GenerateResult> generate(model::Decoder& decoder, std::span<const int32
   return r;
 }
 
+StatusOr<std::vector<GenerateResult>> generate_batch(
+    model::Decoder& decoder, const std::vector<std::vector<int32_t>>& prompts,
+    const GenerateOptions& o) {
+  const int64_t B = static_cast<int64_t>(prompts.size());
+  if (B == 0 || decoder.batch() != B)
+    return invalid_argument("generate: " + std::to_string(B) + " prompts for a decoder of batch " +
+                            std::to_string(decoder.batch()));
+  size_t longest = 0;
+  for (size_t b = 0; b < prompts.size(); ++b) {
+    if (prompts[b].empty())
+      return invalid_argument("generate: prompt " + std::to_string(b) + " is empty");
+    longest = std::max(longest, prompts[b].size());
+  }
+  const int64_t L = static_cast<int64_t>(longest);
+  if (L + o.max_new_tokens > decoder.max_seq()) {
+    return invalid_argument("generate: the longest prompt, " + std::to_string(L) + " tokens, and " +
+                            std::to_string(o.max_new_tokens) + " new ones exceed the " +
+                            std::to_string(decoder.max_seq()) + " positions the decoder holds");
+  }
+  // Left padding: row b's prompt ends at L; its pads repeat its first token
+  // (any valid id: nothing attends to them).
+  std::vector<int64_t> starts(static_cast<size_t>(B));
+  std::vector<int32_t> batch(static_cast<size_t>(B * L));
+  for (int64_t b = 0; b < B; ++b) {
+    const std::vector<int32_t>& p = prompts[static_cast<size_t>(b)];
+    starts[static_cast<size_t>(b)] = L - static_cast<int64_t>(p.size());
+    int32_t* row = batch.data() + b * L;
+    std::fill_n(row, starts[static_cast<size_t>(b)], p.front());
+    std::copy(p.begin(), p.end(), row + starts[static_cast<size_t>(b)]);
+  }
+  decoder.reset();
+  ZT_RETURN_IF_ERROR(decoder.set_row_starts(starts));
+  std::vector<SplitMix64> rngs(static_cast<size_t>(B), SplitMix64(o.seed));
+  std::vector<GenerateResult> r(static_cast<size_t>(B));
+  std::vector<bool> done(static_cast<size_t>(B), o.max_new_tokens <= 0);
+  std::vector<float> logits;
+  auto t0 = std::chrono::steady_clock::now();
+  ZT_RETURN_IF_ERROR(decoder.step(batch.data(), L, &logits));
+  const double prompt_seconds = seconds_since(t0);
+  for (GenerateResult& g : r) g.prompt_seconds = prompt_seconds;
+  const int64_t V = static_cast<int64_t>(logits.size()) / B;
+  std::vector<int32_t> next(static_cast<size_t>(B));
+  for (int64_t i = 0; i < o.max_new_tokens; ++i) {
+    for (int64_t b = 0; b < B; ++b) {
+      const size_t rb = static_cast<size_t>(b);
+      if (done[rb]) continue;  // fed its last token again; the result is unused
+      std::span<const float> row(logits.data() + b * V, static_cast<size_t>(V));
+      ZT_ASSIGN_OR_RETURN(next[rb], pick_token(row, o, rngs[rb]));
+      r[rb].tokens.push_back(next[rb]);
+      r[rb].stopped_at_eos = o.eos && static_cast<uint32_t>(next[rb]) == *o.eos;
+      done[rb] = r[rb].stopped_at_eos || i + 1 == o.max_new_tokens;
+    }
+    if (std::all_of(done.begin(), done.end(), [](bool d) { return d; })) break;
+    t0 = std::chrono::steady_clock::now();
+    ZT_RETURN_IF_ERROR(decoder.step(next.data(), 1, &logits));
+    const double s = seconds_since(t0);
+    for (int64_t b = 0; b < B; ++b)
+      if (!done[static_cast<size_t>(b)]) r[static_cast<size_t>(b)].token_seconds.push_back(s);
+  }
+  // As generate(): the step after a row's last token is not taken for it.
+  for (GenerateResult& g : r)
+    if (!g.tokens.empty()) g.token_seconds.push_back(0);
+  return r;
+}
+
 }  // namespace zerotrain::train

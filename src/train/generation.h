@@ -53,4 +53,15 @@ StatusOr<GenerateResult> generate(model::Decoder& decoder, std::span<const int32
                                   const GenerateOptions& o,
                                   const std::function<void(int32_t)>& on_token = {});
 
+// Generates for every prompt at once, one decoder row each (the batch must
+// be their count): prompts of different lengths are left-padded to the
+// longest (the pads are never attended to, and each row's positions count
+// from its first real token), and each row stops at eos or max_new_tokens
+// on its own; the step runs until every row has. Each row draws from its
+// own SplitMix64(seed), so a row's tokens are generate()'s for that prompt
+// alone. prompt_seconds is the batch's, token_seconds each step's.
+StatusOr<std::vector<GenerateResult>> generate_batch(
+    model::Decoder& decoder, const std::vector<std::vector<int32_t>>& prompts,
+    const GenerateOptions& o);
+
 }  // namespace zerotrain::train

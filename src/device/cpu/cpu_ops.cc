@@ -247,14 +247,16 @@ Status CpuOps::attention_backward(float* dqkv, const float* dout, const float* q
 
 Status CpuOps::attention_decode(float* out, const float* qkv, float* k_cache, float* v_cache,
                                 int64_t B, int64_t n, int64_t pos, int64_t Tmax, int64_t NH,
-                                int64_t NKV, int64_t HD, int64_t window) const {
+                                int64_t NKV, int64_t HD, int64_t window,
+                                const int32_t* row_first) const {
   if (pos < 0 || n < 1 || pos + n > Tmax || NKV < 1 || NH % NKV != 0 || window < 0) {
     return invalid_argument("attention_decode: positions [" + std::to_string(pos) + ", " +
                             std::to_string(pos + n) + ") in a cache of " + std::to_string(Tmax) +
                             ", " + std::to_string(NH) + " heads over " + std::to_string(NKV) +
                             " key/value heads, window " + std::to_string(window));
   }
-  cpu::attention_decode(out, qkv, k_cache, v_cache, B, n, pos, Tmax, NH, NKV, HD, window);
+  cpu::attention_decode(out, qkv, k_cache, v_cache, B, n, pos, Tmax, NH, NKV, HD, window,
+                        row_first);
   return ok_status();
 }
 

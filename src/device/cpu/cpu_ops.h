@@ -95,7 +95,7 @@ class CpuOps : public Ops {
                             int64_t B, int64_t T, int64_t C, int64_t NH) const override;
   Status attention_decode(float* out, const float* qkv, float* k_cache, float* v_cache, int64_t B,
                           int64_t n, int64_t pos, int64_t Tmax, int64_t NH, int64_t NKV,
-                          int64_t HD, int64_t window) const override;
+                          int64_t HD, int64_t window, const int32_t* row_first) const override;
   Status attention_forward_lse(float* out, float* lse, const float* qkv, int64_t B, int64_t T,
                                int64_t C, int64_t NH,
                                const int32_t* first = nullptr) const override;

@@ -325,10 +325,11 @@ Status CudaOps::attention_backward_lse(float* dqkv, const float* dout, const flo
 
 Status CudaOps::attention_decode(float* out, const float* qkv, float* k_cache, float* v_cache,
                                  int64_t B, int64_t n, int64_t pos, int64_t Tmax, int64_t NH,
-                                 int64_t NKV, int64_t HD, int64_t window) const {
+                                 int64_t NKV, int64_t HD, int64_t window,
+                                 const int32_t* row_first) const {
   ZT_ASSIGN_OR_RETURN(cudaStream_t s, stream());
   return kernels::attention_decode(s, out, qkv, k_cache, v_cache, B, n, pos, Tmax, NH, NKV, HD,
-                                   window);
+                                   window, row_first);
 }
 
 Status CudaOps::attention_forward_bf16(BFloat16* out, float* att, float* lse, const BFloat16* qkv,

@@ -111,7 +111,7 @@ class CudaOps : public Ops {
                                 const int32_t* first) const override;
   Status attention_decode(float* out, const float* qkv, float* k_cache, float* v_cache, int64_t B,
                           int64_t n, int64_t pos, int64_t Tmax, int64_t NH, int64_t NKV,
-                          int64_t HD, int64_t window) const override;
+                          int64_t HD, int64_t window, const int32_t* row_first) const override;
   Status attention_forward_bf16(BFloat16* out, float* att, float* lse, const BFloat16* qkv,
                                 int64_t B, int64_t T, int64_t C, int64_t NH) const override;
   Status attention_backward_bf16(BFloat16* dqkv, const BFloat16* dout, const BFloat16* qkv,

@@ -41,9 +41,25 @@ class GptDecoder : public Decoder {
     float* qkv = proj + BN * C;       // [BN, 3C]
     float* fch = qkv + BN * 3 * C;    // [BN, 4C]
     float* act = fch + BN * 4 * C;    // [BN, 4C]
-    // Positions pos.. are rows pos.. of wpe.
-    ZT_RETURN_IF_ERROR(o.encoder_forward(x, tokens_.as<int32_t>(), m_.p(wte(lay)),
-                                         m_.p(wpe(lay)) + pos * C, B_, n, C, c.vocab_size));
+    // Positions pos.. are rows pos.. of wpe; a left-padded row's count from
+    // its start (its pads take row 0: nothing attends to them).
+    if (row_first() == nullptr) {
+      ZT_RETURN_IF_ERROR(o.encoder_forward(x, tokens_.as<int32_t>(), m_.p(wte(lay)),
+                                           m_.p(wpe(lay)) + pos * C, B_, n, C, c.vocab_size));
+    } else {
+      for (int64_t b = 0; b < B_; ++b) {
+        const int64_t pads = std::clamp<int64_t>(row_start(b) - pos, 0, n);
+        const int32_t* tokens = tokens_.as<int32_t>() + b * n;
+        float* row = x + b * n * C;
+        if (pads > 0)
+          ZT_RETURN_IF_ERROR(o.encoder_forward(row, tokens, m_.p(wte(lay)), m_.p(wpe(lay)), 1, pads,
+                                               C, c.vocab_size));
+        if (pads < n)
+          ZT_RETURN_IF_ERROR(o.encoder_forward(row + pads * C, tokens + pads, m_.p(wte(lay)),
+                                               m_.p(wpe(lay)) + (pos + pads - row_start(b)) * C, 1,
+                                               n - pads, C, c.vocab_size));
+      }
+    }
     for (int64_t l = 0; l < c.n_layer; ++l) {
       auto w = [&](int slot) { return m_.p(block_tensor(lay, l, slot)); };
       float* kc = cache_.as<float>() + 2 * l * B_ * Tmax_ * C;
@@ -51,7 +67,8 @@ class GptDecoder : public Decoder {
       ZT_RETURN_IF_ERROR(
           o.layernorm_forward(ln, nullptr, nullptr, x, w(kLn1Weight), w(kLn1Bias), B_, n, C));
       ZT_RETURN_IF_ERROR(o.linear_forward(qkv, ln, w(kAttnWeight), w(kAttnBias), B_, n, C, 3 * C));
-      ZT_RETURN_IF_ERROR(o.attention_decode(att, qkv, kc, vc, B_, n, pos, Tmax_, NH, NH, HD, 0));
+      ZT_RETURN_IF_ERROR(
+          o.attention_decode(att, qkv, kc, vc, B_, n, pos, Tmax_, NH, NH, HD, 0, row_first()));
       ZT_RETURN_IF_ERROR(
           o.linear_forward(proj, att, w(kAttnProjWeight), w(kAttnProjBias), B_, n, C, C));
       ZT_RETURN_IF_ERROR(o.residual_forward(x, x, proj, BN * C));

@@ -65,6 +65,13 @@ class LlamaDecoder : public Decoder {
     ZT_RETURN_IF_ERROR(o.encoder_forward(x, tokens_.as<int32_t>(),
                                          m_.p(m_.layout().tensors().front()), nullptr, B_, n, C,
                                          c.vocab_size));
+    // Left-padded rows count their RoPE positions from their start.
+    const int32_t* positions = nullptr;
+    if (row_first() != nullptr) {
+      ZT_ASSIGN_OR_RETURN(positions, row_positions(n, pos));
+    }
+    const float* cos = positions ? cos_ : cos_ + pos * HD / 2;
+    const float* sin = positions ? sin_ : sin_ + pos * HD / 2;
     for (int64_t l = 0; l < c.num_layers; ++l) {
       float* kc = cache_.as<float>() + 2 * l * B_ * Tmax_ * KC;
       float* vc = kc + B_ * Tmax_ * KC;
@@ -73,10 +80,9 @@ class LlamaDecoder : public Decoder {
       ZT_RETURN_IF_ERROR(linear(q, ln, l, s.q_weight, s.q_bias, C, C));
       ZT_RETURN_IF_ERROR(linear(k, ln, l, s.k_weight, s.k_bias, C, KC));
       ZT_RETURN_IF_ERROR(linear(v, ln, l, s.v_weight, s.v_bias, C, KC));
-      ZT_RETURN_IF_ERROR(o.rope_pack_qkv(qkv, q, k, v, cos_ + pos * HD / 2, sin_ + pos * HD / 2, B_,
-                                         n, NH, NKV, HD));
+      ZT_RETURN_IF_ERROR(o.rope_pack_qkv(qkv, q, k, v, cos, sin, B_, n, NH, NKV, HD, positions));
       ZT_RETURN_IF_ERROR(o.attention_decode(att, qkv, kc, vc, B_, n, pos, Tmax_, NH, NKV, HD,
-                                            c.windowed(l) ? c.sliding_window : 0));
+                                            c.windowed(l) ? c.sliding_window : 0, row_first()));
       ZT_RETURN_IF_ERROR(linear(proj, att, l, s.o_weight, s.o_bias, C, C));
       ZT_RETURN_IF_ERROR(o.residual_forward(x, x, proj, BN * C));
       ZT_RETURN_IF_ERROR(

@@ -226,23 +226,26 @@ TEST_P(AttentionConformance, Bf16KeepingLseMatchesHost) {
 
 struct DecodeShape {
   int64_t B, n, pos, Tmax, NH, NKV, HD, window = 0;
+  int32_t pad0 = 0;  // row 0's first key (a left-padded prompt); the other rows' is 0
   std::string name() const {
     return "B" + std::to_string(B) + " n" + std::to_string(n) + " pos" + std::to_string(pos) +
            " NH" + std::to_string(NH) + " NKV" + std::to_string(NKV) + " HD" + std::to_string(HD) +
-           " window" + std::to_string(window);
+           " window" + std::to_string(window) + " pad0 " + std::to_string(pad0);
   }
 };
 
 TEST_P(AttentionConformance, DecodeMatchesHost) {
   uint64_t seed = 500;
   const DecodeShape cases[] = {
-      {2, 1, 0, 16, 4, 4, 16},     // the first token
-      {2, 1, 11, 16, 4, 4, 16},    // one token after a prompt
-      {2, 3, 5, 16, 4, 2, 16},     // several new tokens, GQA (2 heads a group)
-      {2, 4, 9, 16, 4, 1, 40},     // multi-query (one kv head), HD not a power of 2
-      {1, 2, 100, 130, 4, 2, 64},  // a long cache
+      {2, 1, 0, 16, 4, 4, 16},         // the first token
+      {2, 1, 11, 16, 4, 4, 16},        // one token after a prompt
+      {2, 3, 5, 16, 4, 2, 16},         // several new tokens, GQA (2 heads a group)
+      {2, 4, 9, 16, 4, 1, 40},         // multi-query (one kv head), HD not a power of 2
+      {1, 2, 100, 130, 4, 2, 64},      // a long cache
       {2, 3, 100, 130, 4, 2, 64, 16},  // a sliding window, new tokens at its edge
       {1, 1, 3, 16, 4, 4, 16, 8},      // a window longer than the cache so far
+      {2, 6, 0, 16, 4, 2, 16, 0, 3},   // a left-padded prompt: row 0's first 3 are pads
+      {2, 1, 9, 16, 4, 2, 16, 4, 3},   // after it, with a window
   };
   for (const DecodeShape& s : cases) {
     SCOPED_TRACE(s.name());
@@ -255,10 +258,15 @@ TEST_P(AttentionConformance, DecodeMatchesHost) {
     auto dv = upload(v);
     auto dout = upload(std::vector<float>(static_cast<size_t>(s.B * s.n * C), kNaN));
     std::vector<float> out(static_cast<size_t>(s.B * s.n * C));
-    ASSERT_TRUE(is_ok(host().attention_decode(out.data(), qkv.data(), k.data(), v.data(), s.B, s.n,
-                                              s.pos, s.Tmax, s.NH, s.NKV, s.HD, s.window)));
-    ASSERT_TRUE(is_ok(ops().attention_decode(dout.ptr(), dqkv.ptr(), dk.ptr(), dv.ptr(), s.B, s.n,
-                                             s.pos, s.Tmax, s.NH, s.NKV, s.HD, s.window)));
+    std::vector<int32_t> row_first(static_cast<size_t>(s.B), 0);
+    row_first[0] = s.pad0;
+    auto drow_first = upload(row_first);
+    ASSERT_TRUE(
+        is_ok(host().attention_decode(out.data(), qkv.data(), k.data(), v.data(), s.B, s.n, s.pos,
+                                      s.Tmax, s.NH, s.NKV, s.HD, s.window, row_first.data())));
+    ASSERT_TRUE(
+        is_ok(ops().attention_decode(dout.ptr(), dqkv.ptr(), dk.ptr(), dv.ptr(), s.B, s.n, s.pos,
+                                     s.Tmax, s.NH, s.NKV, s.HD, s.window, drow_first.ptr())));
     expect_close(download(dout), out, kFp32Tol, "attention_decode out " + s.name());
     // The caches are copies: equal bits.
     EXPECT_EQ(download(dk), k) << "k_cache " << s.name();
@@ -275,12 +283,18 @@ TEST_P(AttentionConformance, BadArgumentsAreInvalidArgument) {
     EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << what << ": " << s.to_string();
   };
   // Decode: past the cache, a negative position, no new token, NKV not dividing NH.
-  expect_invalid(ops().attention_decode(p, p, p, p, 1, 2, 15, 16, 4, 2, 8, 0), "decode pos+n > Tmax");
-  expect_invalid(ops().attention_decode(p, p, p, p, 1, 1, -1, 16, 4, 2, 8, 0), "decode pos < 0");
-  expect_invalid(ops().attention_decode(p, p, p, p, 1, 0, 0, 16, 4, 2, 8, 0), "decode n = 0");
-  expect_invalid(ops().attention_decode(p, p, p, p, 1, 1, 0, 16, 4, 3, 8, 0), "decode NKV = 3");
-  expect_invalid(ops().attention_decode(p, p, p, p, 1, 1, 0, 16, 4, 0, 8, 0), "decode NKV = 0");
-  expect_invalid(ops().attention_decode(p, p, p, p, 1, 1, 0, 16, 4, 2, 8, -1), "decode window < 0");
+  expect_invalid(ops().attention_decode(p, p, p, p, 1, 2, 15, 16, 4, 2, 8, 0, nullptr),
+                 "decode pos+n > Tmax");
+  expect_invalid(ops().attention_decode(p, p, p, p, 1, 1, -1, 16, 4, 2, 8, 0, nullptr),
+                 "decode pos < 0");
+  expect_invalid(ops().attention_decode(p, p, p, p, 1, 0, 0, 16, 4, 2, 8, 0, nullptr),
+                 "decode n = 0");
+  expect_invalid(ops().attention_decode(p, p, p, p, 1, 1, 0, 16, 4, 3, 8, 0, nullptr),
+                 "decode NKV = 3");
+  expect_invalid(ops().attention_decode(p, p, p, p, 1, 1, 0, 16, 4, 0, 8, 0, nullptr),
+                 "decode NKV = 0");
+  expect_invalid(ops().attention_decode(p, p, p, p, 1, 1, 0, 16, 4, 2, 8, -1, nullptr),
+                 "decode window < 0");
   // C not a multiple of NH.
   expect_invalid(ops().attention_forward(p, p, p, 1, 4, 10, 3), "forward C % NH");
   expect_invalid(ops().attention_backward(p, p, p, p, 1, 4, 10, 3), "backward C % NH");

@@ -9,7 +9,7 @@ namespace zerotrain::device::cpu {
 
 void attention_decode(float* out, const float* qkv, float* k_cache, float* v_cache, int64_t B,
                       int64_t n, int64_t pos, int64_t Tmax, int64_t NH, int64_t NKV, int64_t HD,
-                      int64_t window) {
+                      int64_t window, const int32_t* row_first) {
   const int64_t C = NH * HD, group = NH / NKV;
   // Store the new keys and values (one of each repeated group).
 #pragma omp parallel for collapse(2) schedule(static)
@@ -33,7 +33,13 @@ void attention_decode(float* out, const float* qkv, float* k_cache, float* v_cac
         for (int64_t i = 0; i < n; ++i) {
           const float* q = qkv + (b * n + i) * 3 * C + h * HD;
           const int64_t g = h / group, last = pos + i;
-          const int64_t lo = window > 0 ? std::max<int64_t>(0, last - window + 1) : 0;
+          const int64_t lo =
+              std::max<int64_t>(row_first ? row_first[b] : 0, window > 0 ? last - window + 1 : 0);
+          float* y = out + (b * n + i) * C + h * HD;
+          if (lo > last) {  // a left pad: nothing to attend to
+            std::fill_n(y, HD, 0.0f);
+            continue;
+          }
           const float* k = k_cache + (b * NKV + g) * Tmax * HD;
           const float* v = v_cache + (b * NKV + g) * Tmax * HD;
           float max = -INFINITY;
@@ -48,7 +54,6 @@ void attention_decode(float* out, const float* qkv, float* k_cache, float* v_cac
             w[t] = std::exp(w[t] - max);
             sum += w[t];
           }
-          float* y = out + (b * n + i) * C + h * HD;
           std::fill_n(y, HD, 0.0f);
           for (int64_t t = lo; t <= last; ++t) {
             const float p = w[t] / sum;

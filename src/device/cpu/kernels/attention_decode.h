@@ -8,9 +8,11 @@
 // Then out[b,i,h] = softmax(q·kᵀ/√HD over positions ≤ pos+i)·v, per head h
 // reading cache head h / (NH/NKV). With window > 0 position p sees only
 // positions p-window+1 .. p (Mistral's sliding window), at a cost of the
-// window's length. Sums run in float in position order.
+// window's length. row_first [B] (null: 0): row b's keys start at that
+// position (a left-padded prompt); a position before it attends to nothing
+// and gets zeros. Sums run in float in position order.
 //
-//   attention_decode(y, qkv, kc, vc, B, 1, pos, Tmax, NH, NKV, HD, 0);  // one token
+//   attention_decode(y, qkv, kc, vc, B, 1, pos, Tmax, NH, NKV, HD, 0, nullptr);  // one token
 //
 // Threads: OpenMP over (b, h, i). Thread-safety: no shared state.
 #pragma once
@@ -24,6 +26,6 @@ void attention_decode(float* out,        // [B,n,NH·HD]
                       float* k_cache,    // [B,NKV,Tmax,HD], positions [pos, pos+n) written
                       float* v_cache,    // [B,NKV,Tmax,HD]
                       int64_t B, int64_t n, int64_t pos, int64_t Tmax, int64_t NH, int64_t NKV,
-                      int64_t HD, int64_t window);
+                      int64_t HD, int64_t window, const int32_t* row_first);
 
 }  // namespace zerotrain::device::cpu

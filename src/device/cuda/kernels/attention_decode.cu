@@ -47,13 +47,15 @@ __device__ __forceinline__ float warp_sum(float v) {
 __global__ void __launch_bounds__(kDecodeWarps * 32)
     decode_attend_kernel(float* out, const float* qkv, const float* k_cache, const float* v_cache,
                          int64_t n, int64_t pos, int64_t Tmax, int64_t NH, int64_t NKV, int64_t HD,
-                         int64_t window, float scale) {
+                         int64_t window, const int32_t* row_first, float scale) {
   extern __shared__ float smem[];
   __shared__ float warp_max[kDecodeWarps], warp_sum_p[kDecodeWarps];
   const int64_t i = blockIdx.x % n, h = blockIdx.x / n % NH, b = blockIdx.x / (n * NH);
   const int64_t C = NH * HD, g = h / (NH / NKV), last = pos + i;
-  // A sliding window: keys last-window+1 .. last only.
-  const int64_t lo = window > 0 && last - window + 1 > 0 ? last - window + 1 : 0;
+  // A sliding window: keys last-window+1 .. last only; a left-padded row's
+  // keys from its first real position (a pad attends to nothing: zeros).
+  const int64_t start = row_first != nullptr ? row_first[b] : 0;
+  const int64_t lo = window > 0 && last - window + 1 > start ? last - window + 1 : start;
   const float* q = qkv + (b * n + i) * 3 * C + h * HD;
   const float* k = k_cache + (b * NKV + g) * Tmax * HD;
   const float* v = v_cache + (b * NKV + g) * Tmax * HD;
@@ -91,7 +93,7 @@ __global__ void __launch_bounds__(kDecodeWarps * 32)
     float acc = 0.0f;
     for (int w = 0; w < kDecodeWarps; ++w)
       acc += smem[HD + w * HD + d] * softmax_rescale(warp_max[w], M);
-    o[d] = acc / L;
+    o[d] = L > 0.0f ? acc / L : 0.0f;  // a left pad saw no key (L is 0 or NaN): zeros
   }
 }
 
@@ -99,7 +101,8 @@ __global__ void __launch_bounds__(kDecodeWarps * 32)
 
 Status attention_decode(cudaStream_t stream, float* out, const float* qkv, float* k_cache,
                         float* v_cache, int64_t B, int64_t n, int64_t pos, int64_t Tmax, int64_t NH,
-                        int64_t NKV, int64_t HD, int64_t window) {
+                        int64_t NKV, int64_t HD, int64_t window,
+                        const int32_t* row_first) {
   // The checks of CpuOps::attention_decode, with its message.
   if (pos < 0 || n < 1 || pos + n > Tmax || NKV < 1 || NH % NKV != 0 || window < 0) {
     return invalid_argument("attention_decode: positions [" + std::to_string(pos) + ", " +
@@ -122,7 +125,7 @@ Status attention_decode(cudaStream_t stream, float* out, const float* qkv, float
         decode_attend_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)));
   }
   decode_attend_kernel<<<static_cast<unsigned>(blocks), kDecodeWarps * 32, smem, stream>>>(
-      out, qkv, k_cache, v_cache, n, pos, Tmax, NH, NKV, HD, window,
+      out, qkv, k_cache, v_cache, n, pos, Tmax, NH, NKV, HD, window, row_first,
       1.0f / std::sqrt(static_cast<float>(HD)));
   return check_launch("attention decode");
 }

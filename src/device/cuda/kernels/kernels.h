@@ -116,7 +116,7 @@ Status attention_backward_lse(cudaStream_t stream, float* dqkv, const float* dou
                               const int32_t* first);
 Status attention_decode(cudaStream_t stream, float* out, const float* qkv, float* k_cache,
                         float* v_cache, int64_t B, int64_t n, int64_t pos, int64_t Tmax, int64_t NH,
-                        int64_t NKV, int64_t HD, int64_t window);
+                        int64_t NKV, int64_t HD, int64_t window, const int32_t* row_first);
 Status attention_forward_bf16(cudaStream_t stream, BFloat16* out, float* att, float* lse,
                               const BFloat16* qkv, int64_t B, int64_t T, int64_t C, int64_t NH);
 Status attention_backward_bf16(cudaStream_t stream, BFloat16* dqkv, const BFloat16* dout,
