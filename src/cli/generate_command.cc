@@ -1,15 +1,16 @@
-// `zerotrain generate --model PATH (--prompt TEXT | --prompt-ids IDS)`: text
-// from a checkpoint, an HF model directory or a safetensors file, with a KV
-// cache, greedy or sampled, streamed through the tokenizer's decoder as it
-// comes; --json prints the ids and per-token times instead.
+// `zerotrain generate --model PATH (--prompt TEXT | --prompt-ids IDS)...`:
+// text from a checkpoint, an HF model directory or a safetensors file, with
+// a KV cache, greedy or sampled, streamed through the tokenizer's decoder
+// as it comes; --json prints the ids and per-token times instead. Several
+// prompts generate as one batch (left-padded) and print when all are done.
 #include <cstdio>
 #include <iostream>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "cli/commands.h"
 #include "cli/adapter_flags.h"
+#include "cli/commands.h"
 #include "model/decoder.h"
 #include "train/evaluate.h"
 #include "train/generation.h"
@@ -21,7 +22,8 @@ namespace {
 struct GenerateFlags {
   Quant4Flags quant4;  // evaluate a QLoRA adapter on the 4-bit base it trained over
   const CLI::App* cmd = nullptr;
-  std::string model, tokenizer, prompt, prompt_ids, adapter;
+  std::string model, tokenizer, adapter;
+  std::vector<std::string> prompts, prompt_ids;  // each repeatable
   int64_t max_new_tokens = 64, max_seq = 0;
   double temperature = 1.0, top_p = 1.0;
   int64_t top_k = 0;
@@ -49,9 +51,50 @@ StatusOr<std::vector<int32_t>> parse_ids(const std::string& text) {
   return ids;
 }
 
+// Several prompts in one batch: each one's result as a JSON line (--json)
+// or as its text, in the order given.
+int run_generate_batch(const GenerateFlags& f, train::InferenceModel& m,
+                       const train::TextCodec& codec,
+                       const std::vector<std::vector<int32_t>>& prompts,
+                       const train::GenerateOptions& o, int64_t max_seq) {
+  auto dec = m.module->make_decoder(static_cast<int64_t>(prompts.size()), max_seq);
+  if (!dec.ok()) return generate_fail(dec.status());
+  auto r = train::generate_batch(**dec, prompts, o);
+  if (!r.ok()) return generate_fail(r.status());
+  size_t tokens = 0;
+  double seconds = (*r)[0].prompt_seconds;
+  for (size_t b = 0; b < prompts.size(); ++b) {
+    const train::GenerateResult& g = (*r)[b];
+    tokens += g.tokens.size();
+    if (f.json) {
+      nlohmann::json j = {{"prompt", prompts[b]},
+                          {"tokens", g.tokens},
+                          {"text", codec.decode(g.tokens, true)},
+                          {"prompt_seconds", g.prompt_seconds},
+                          {"token_seconds", g.token_seconds},
+                          {"stopped_at_eos", g.stopped_at_eos}};
+      std::cout << j.dump() << "\n";
+    } else {
+      std::vector<int32_t> all = prompts[b];
+      all.insert(all.end(), g.tokens.begin(), g.tokens.end());
+      std::cout << codec.decode(all, true) << "\n";
+    }
+  }
+  // The batch's steps: the longest row's token_seconds.
+  size_t longest = 0;
+  for (const train::GenerateResult& g : *r)
+    if (g.token_seconds.size() > (*r)[longest].token_seconds.size()) longest = &g - r->data();
+  for (double s : (*r)[longest].token_seconds) seconds += s;
+  if (!f.json)
+    std::cerr << "zerotrain generate: " << prompts.size() << " prompts, " << tokens << " tokens in "
+              << seconds << " s (" << static_cast<double>(tokens) / seconds << " tokens/s)\n";
+  return 0;
+}
+
 int run_generate(const GenerateFlags& f) {
-  if (f.prompt.empty() == f.prompt_ids.empty()) {
-    return generate_fail(invalid_argument("give exactly one of --prompt and --prompt-ids"));
+  if (f.prompts.empty() == f.prompt_ids.empty()) {
+    return generate_fail(invalid_argument(
+        "give --prompt or --prompt-ids (either may be repeated for a batch), not both"));
   }
   auto q = quant4_options(f.cmd, f.quant4);
   if (!q.ok()) return generate_fail(q.status());
@@ -61,9 +104,20 @@ int run_generate(const GenerateFlags& f) {
   if (!info.ok()) return generate_fail(info.status());
   auto codec = train::TextCodec::resolve(f.tokenizer, m->source_dir, info->vocab_size);
   if (!codec.ok()) return generate_fail(codec.status());
-  StatusOr<std::vector<int32_t>> prompt =
-      f.prompt.empty() ? parse_ids(f.prompt_ids) : codec->encode(f.prompt, !f.no_special);
-  if (!prompt.ok()) return generate_fail(prompt.status());
+  std::vector<std::vector<int32_t>> prompts;
+  for (const std::string& ids : f.prompt_ids) {
+    StatusOr<std::vector<int32_t>> p = parse_ids(ids);
+    if (!p.ok()) return generate_fail(p.status());
+    prompts.push_back(std::move(*p));
+  }
+  for (const std::string& text : f.prompts) {
+    StatusOr<std::vector<int32_t>> p = codec->encode(text, !f.no_special);
+    if (!p.ok()) return generate_fail(p.status());
+    prompts.push_back(std::move(*p));
+  }
+  const std::vector<int32_t>* prompt = &prompts.front();
+  for (const auto& p : prompts)
+    if (p.size() > prompt->size()) prompt = &p;  // the longest sets the positions
   // Positions: the prompt and the new tokens, unless --max-seq says more.
   const int64_t need = static_cast<int64_t>(prompt->size()) + f.max_new_tokens;
   const int64_t max_seq = f.max_seq > 0 ? f.max_seq : std::min(need, info->max_seq);
@@ -74,8 +128,6 @@ int run_generate(const GenerateFlags& f) {
         " positions; the model has " + std::to_string(info->max_seq) +
         (f.max_seq > 0 ? " and --max-seq gives " + std::to_string(f.max_seq) : "")));
   }
-  auto dec = m->module->make_decoder(1, max_seq);
-  if (!dec.ok()) return generate_fail(dec.status());
   train::GenerateOptions o{.max_new_tokens = f.max_new_tokens,
                            .greedy = f.greedy,
                            .temperature = f.temperature,
@@ -85,6 +137,10 @@ int run_generate(const GenerateFlags& f) {
   if (!f.ignore_eos) o.eos = codec->eos();
   if (!f.json)
     std::cerr << "zerotrain generate: " << m->description << ", " << codec->name() << "\n";
+  if (prompts.size() > 1) return run_generate_batch(f, *m, *codec, prompts, o, max_seq);
+  prompt = &prompts.front();
+  auto dec = m->module->make_decoder(1, max_seq);
+  if (!dec.ok()) return generate_fail(dec.status());
 
   // Streaming: print what decode(prompt + new) adds beyond decode(prompt),
   // holding back a character whose bytes have not all come.
@@ -102,7 +158,7 @@ int run_generate(const GenerateFlags& f) {
       printed = fresh.size();
     }
   };
-  if (!f.json && !f.prompt.empty()) std::cout << f.prompt << std::flush;
+  if (!f.json && !f.prompts.empty()) std::cout << f.prompts.front() << std::flush;
   auto r = train::generate(**dec, *prompt, o, on_token);
   if (!r.ok()) return generate_fail(r.status());
   if (f.json) {
@@ -143,8 +199,12 @@ Runner add_generate_command(CLI::App& app) {
   cmd->add_option("--tokenizer", f->tokenizer,
                   "tokenizer.json (or its directory), or \"bytes\" (default: the one beside the "
                   "model; bytes for a byte vocabulary)");
-  cmd->add_option("--prompt", f->prompt, "prompt text");
-  cmd->add_option("--prompt-ids", f->prompt_ids, "prompt as comma-separated token ids");
+  cmd->add_option("--prompt", f->prompts,
+                  "prompt text; repeat it to generate for several prompts as one batch")
+      ->allow_extra_args(false);
+  cmd->add_option("--prompt-ids", f->prompt_ids,
+                  "prompt as comma-separated token ids; repeatable as --prompt")
+      ->allow_extra_args(false);
   cmd->add_option("--max-new-tokens", f->max_new_tokens, "tokens to generate")
       ->capture_default_str();
   cmd->add_flag("--greedy", f->greedy, "always the most likely token (as --temperature 0)");

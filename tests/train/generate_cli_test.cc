@@ -14,6 +14,7 @@
 #include <cmath>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "integration/subprocess.h"
 #include "train/data/dataset.h"
@@ -87,6 +88,26 @@ TEST_F(GenerateCli, LlamaFromAStage3CheckpointGreedyAndEvalEqualPyTorch) {
   ASSERT_EQ(want.size(), 64u);
   EXPECT_EQ(zerotrain_greedy(ck), want) << "from the stage-3 checkpoint (2 ranks' shards)";
   EXPECT_EQ(zerotrain_greedy(dir_->file("llama_hf")), want) << "from the HF directory";
+
+  // Three prompts of different lengths as one batch: a JSON line each, in
+  // order, with the tokens each gives alone (the first: PyTorch's).
+  const std::vector<std::string> prompts = {kPrompt, "72,101", "87,104,101,110,32,116,104,101"};
+  std::vector<std::string> argv = {ZT_BIN, "generate", "--model", ck, "--max-new-tokens",
+                                   "24",   "--greedy", "--json"};
+  for (const std::string& p : prompts) argv.insert(argv.end(), {"--prompt-ids", p});
+  std::istringstream lines(run_ok(argv));
+  for (size_t b = 0; b < prompts.size(); ++b) {
+    std::string line;
+    ASSERT_TRUE(std::getline(lines, line)) << "line " << b;
+    const Json batched = Json::parse(line);
+    const Json alone =
+        Json::parse(run_ok({ZT_BIN, "generate", "--model", ck, "--prompt-ids", prompts[b],
+                            "--max-new-tokens", "24", "--greedy", "--json"}));
+    EXPECT_EQ(batched["tokens"], alone["tokens"]) << "prompt " << prompts[b];
+    if (b == 0)
+      EXPECT_EQ(batched["tokens"].get<std::vector<int>>(),
+                std::vector<int>(want.begin(), want.begin() + 24));
+  }
 
   // eval on the generated corpus's val split against the reference's loss.
   const std::string data = dir_->file("corpus");
