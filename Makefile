@@ -9,7 +9,7 @@ JOBS ?= $(shell nproc)
 # UNITY=OFF for a developer tree where one edited file should rebuild alone.
 UNITY ?= ON
 
-.PHONY: all deps configure build run test bench bench-zero bench-peer bench-llama bench-lora bench-tokenizer clean
+.PHONY: all deps configure build run test bench bench-zero bench-peer bench-llama bench-generate bench-lora bench-tokenizer clean
 
 all: build
 
@@ -51,6 +51,12 @@ bench-peer: build
 # (~3 min); writes its section of bench/RESULTS.md.
 bench-llama: build
 	@bench/llama_compare --build $(BUILD)
+
+# KV-cached greedy generation against a PyTorch KV-cache loop (issue #35):
+# llama-tiny and smollm-135m at batch 1 and 8, tokens/s (~1 min); writes its
+# section of bench/RESULTS.md.
+bench-generate: build
+	@bench/generate_compare --build $(BUILD)
 
 # Full fine-tuning vs LoRA vs QLoRA (issue #33): smollm-135m all three,
 # tinyllama-1.1b LoRA and QLoRA (its full fine-tuning needs 17 GiB of
