@@ -25,7 +25,7 @@ struct GenerateFlags {
   std::string model, tokenizer, adapter;
   std::vector<std::string> prompts, prompt_ids;  // each repeatable
   int64_t max_new_tokens = 64, max_seq = 0;
-  double temperature = 1.0, top_p = 1.0;
+  double temperature = 1.0, top_p = 1.0, repetition_penalty = 1.0;
   int64_t top_k = 0;
   uint64_t seed = 0;
   bool greedy = false, json = false, ignore_eos = false, no_special = false;
@@ -133,7 +133,8 @@ int run_generate(const GenerateFlags& f) {
                            .temperature = f.temperature,
                            .top_k = f.top_k,
                            .top_p = f.top_p,
-                           .seed = f.seed};
+                           .seed = f.seed,
+                           .repetition_penalty = f.repetition_penalty};
   if (!f.ignore_eos) o.eos = codec->eos();
   if (!f.json)
     std::cerr << "zerotrain generate: " << m->description << ", " << codec->name() << "\n";
@@ -214,6 +215,9 @@ Runner add_generate_command(CLI::App& app) {
   cmd->add_option("--top-p", f->top_p, "sample among the most likely up to this mass")
       ->capture_default_str();
   cmd->add_option("--seed", f->seed, "sampling seed")->capture_default_str();
+  cmd->add_option("--repetition-penalty", f->repetition_penalty,
+                  "HF's repetition_penalty over the prompt and the new tokens (1: off)")
+      ->capture_default_str();
   cmd->add_option("--max-seq", f->max_seq, "positions the KV cache holds (default: just enough)");
   cmd->add_flag("--ignore-eos", f->ignore_eos, "do not stop at the end-of-sequence token");
   cmd->add_flag("--no-special", f->no_special, "no special tokens (e.g. <s>) before the prompt");

@@ -60,6 +60,37 @@ StatusOr<int32_t> pick_token(std::span<const float> logits, const GenerateOption
   return order[keep - 1];
 }
 
+Status apply_repetition_penalty(std::span<float> logits, std::span<const int32_t> seen,
+                                double penalty) {
+  if (!(penalty > 0))
+    return invalid_argument("generate: repetition_penalty " + std::to_string(penalty) +
+                            " must be > 0");
+  std::vector<bool> done(logits.size(), false);
+  for (int32_t t : seen) {
+    if (t < 0 || static_cast<size_t>(t) >= logits.size())
+      return invalid_argument("generate: token " + std::to_string(t) + " is outside the " +
+                              std::to_string(logits.size()) + " logits");
+    if (done[static_cast<size_t>(t)]) continue;
+    done[static_cast<size_t>(t)] = true;
+    float& l = logits[static_cast<size_t>(t)];
+    l = l < 0 ? static_cast<float>(l * penalty) : static_cast<float>(l / penalty);
+  }
+  return ok_status();
+}
+
+namespace {
+
+// The next token of a row whose prompt and tokens so far are `seen`.
+StatusOr<int32_t> next_token(std::span<const float> logits, std::span<const int32_t> seen,
+                             const GenerateOptions& o, SplitMix64& rng) {
+  if (o.repetition_penalty == 1.0) return pick_token(logits, o, rng);
+  std::vector<float> penalized(logits.begin(), logits.end());
+  ZT_RETURN_IF_ERROR(apply_repetition_penalty(penalized, seen, o.repetition_penalty));
+  return pick_token(penalized, o, rng);
+}
+
+}  // namespace
+
 StatusOr<GenerateResult> generate(model::Decoder& decoder, std::span<const int32_t> prompt,
                                   const GenerateOptions& o,
                                   const std::function<void(int32_t)>& on_token) {
@@ -78,8 +109,10 @@ StatusOr<GenerateResult> generate(model::Decoder& decoder, std::span<const int32
   auto t0 = std::chrono::steady_clock::now();
   ZT_RETURN_IF_ERROR(decoder.step(prompt.data(), static_cast<int64_t>(prompt.size()), &logits));
   r.prompt_seconds = seconds_since(t0);
+  std::vector<int32_t> seen(prompt.begin(), prompt.end());
   for (int64_t i = 0; i < o.max_new_tokens; ++i) {
-    ZT_ASSIGN_OR_RETURN(int32_t next, pick_token(logits, o, rng));
+    ZT_ASSIGN_OR_RETURN(int32_t next, next_token(logits, seen, o, rng));
+    seen.push_back(next);
     r.tokens.push_back(next);
     if (on_token) on_token(next);
     if (o.eos && static_cast<uint32_t>(next) == *o.eos) {
@@ -140,12 +173,14 @@ StatusOr<std::vector<GenerateResult>> generate_batch(
   for (GenerateResult& g : r) g.prompt_seconds = prompt_seconds;
   const int64_t V = static_cast<int64_t>(logits.size()) / B;
   std::vector<int32_t> next(static_cast<size_t>(B));
+  std::vector<std::vector<int32_t>> seen = prompts;  // each row's prompt and tokens so far
   for (int64_t i = 0; i < o.max_new_tokens; ++i) {
     for (int64_t b = 0; b < B; ++b) {
       const size_t rb = static_cast<size_t>(b);
       if (done[rb]) continue;  // fed its last token again; the result is unused
       std::span<const float> row(logits.data() + b * V, static_cast<size_t>(V));
-      ZT_ASSIGN_OR_RETURN(next[rb], pick_token(row, o, rngs[rb]));
+      ZT_ASSIGN_OR_RETURN(next[rb], next_token(row, seen[rb], o, rngs[rb]));
+      seen[rb].push_back(next[rb]);
       r[rb].tokens.push_back(next[rb]);
       r[rb].stopped_at_eos = o.eos && static_cast<uint32_t>(next[rb]) == *o.eos;
       done[rb] = r[rb].stopped_at_eos || i + 1 == o.max_new_tokens;

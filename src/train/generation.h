@@ -2,7 +2,9 @@
 // greedy or sampled (temperature, top-k, top-p, a seed), stopping at the
 // end-of-sequence token or after max_new_tokens, every token handed to a
 // callback as it comes (streaming). Sampling follows Hugging Face's
-// warpers in their order: logits / temperature, keep the top_k largest,
+// processors and warpers in their order: the repetition penalty (every
+// token of the prompt and of what was generated: a positive logit divided
+// by it, a negative one multiplied), logits / temperature, keep the top_k largest,
 // keep the smallest set of most likely tokens whose probability reaches
 // top_p (at least one), then draw from the softmax of what is left with
 // SplitMix64(seed). Greedy takes the first largest logit (torch.argmax).
@@ -32,7 +34,8 @@ struct GenerateOptions {
   int64_t top_k = 0;   // 0: off
   double top_p = 1.0;  // 1: off
   uint64_t seed = 0;
-  std::optional<uint32_t> eos;  // stop after generating it
+  std::optional<uint32_t> eos;      // stop after generating it
+  double repetition_penalty = 1.0;  // HF's repetition_penalty; 1: off, > 0
 };
 
 struct GenerateResult {
@@ -46,6 +49,12 @@ struct GenerateResult {
 // temperature < 0, top_p outside (0, 1] or top_k < 0.
 StatusOr<int32_t> pick_token(std::span<const float> logits, const GenerateOptions& o,
                              SplitMix64& rng);
+
+// HF's RepetitionPenaltyLogitsProcessor on one row's logits: each token of
+// `seen` once, a logit < 0 times penalty, else divided by it.
+// InvalidArgument for a penalty <= 0 or a seen token outside the row.
+Status apply_repetition_penalty(std::span<float> logits, std::span<const int32_t> seen,
+                                double penalty);
 
 // Generates for one row (the decoder's batch must be 1) after `prompt`
 // (non-empty), from the decoder's start (it is reset first).

@@ -78,6 +78,20 @@ TEST_P(BatchedGeneration, EqualsOnePromptAtATimeTokenForToken) {
   }
   EXPECT_TRUE((*stopping)[1].stopped_at_eos);
   EXPECT_LE((*stopping)[1].tokens.size(), 3u);
+
+  // A repetition penalty reads each row's own prompt and tokens.
+  o.eos.reset();
+  o.repetition_penalty = 3.0;
+  auto penalized = generate_batch(**many, prompts, o);
+  ASSERT_TRUE(penalized.ok()) << penalized.status().to_string();
+  bool changed = false;
+  for (size_t b = 0; b < prompts.size(); ++b) {
+    auto r = generate(**one, prompts[b], o);
+    ASSERT_TRUE(r.ok());
+    EXPECT_EQ((*penalized)[b].tokens, r->tokens) << "prompt " << b << ", penalized";
+    changed = changed || r->tokens != alone[b].tokens;
+  }
+  EXPECT_TRUE(changed) << "a penalty of 3 changed no continuation: the check would be vacuous";
 }
 
 INSTANTIATE_TEST_SUITE_P(Families, BatchedGeneration,

@@ -1,7 +1,8 @@
 // Generation's sampling against the softmax it samples (frequencies of
 // 40,000 draws within 5 standard deviations of each token's probability,
 // after temperature, top-k and top-p as HF's warpers define them), and the
-// loop's stopping rules over a scripted decoder.
+// loop's stopping rules over a scripted decoder, and the repetition
+// penalty against HF's processor.
 #include "train/generation.h"
 
 #include <gtest/gtest.h>
@@ -70,6 +71,23 @@ TEST(Sampling, RefusesBadSettings) {
   EXPECT_FALSE(pick_token(kLogits, {.temperature = -1}, rng).ok());
   EXPECT_FALSE(pick_token(kLogits, {.top_p = 0}, rng).ok());
   EXPECT_FALSE(pick_token(kLogits, {.top_k = -2}, rng).ok());
+}
+
+// HF's RepetitionPenaltyLogitsProcessor: each seen token once (1 appears
+// twice), a positive logit divided by the penalty, a negative one
+// multiplied; the others untouched.
+TEST(Sampling, RepetitionPenaltyIsHuggingFacesProcessor) {
+  std::vector<float> l = kLogits;
+  const std::vector<int32_t> seen = {1, 3, 1, 6};
+  ASSERT_TRUE(apply_repetition_penalty(l, seen, 2.0).ok());
+  EXPECT_EQ(l, (std::vector<float>{1.0f, 1.5f, 2.5f, -2.0f, 3.0f, 0.5f, 1.0f}));
+  // Greedy then skips the repeated 1 for 4, the other 3.0.
+  SplitMix64 rng(1);
+  auto t = pick_token(l, {.greedy = true}, rng);
+  ASSERT_TRUE(t.ok());
+  EXPECT_EQ(*t, 4);
+  EXPECT_FALSE(apply_repetition_penalty(l, seen, 0.0).ok());
+  EXPECT_FALSE(apply_repetition_penalty(l, std::vector<int32_t>{7}, 2.0).ok());
 }
 
 // Logits that make token (position + 1) % V the most likely.
