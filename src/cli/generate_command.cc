@@ -4,6 +4,8 @@
 // as it comes; --json prints the ids and per-token times instead. Several
 // prompts generate as one batch (left-padded) and print when all are done.
 #include <cstdio>
+#include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -23,7 +25,7 @@ struct GenerateFlags {
   Quant4Flags quant4;  // evaluate a QLoRA adapter on the 4-bit base it trained over
   const CLI::App* cmd = nullptr;
   std::string model, tokenizer, adapter;
-  std::vector<std::string> prompts, prompt_ids;  // each repeatable
+  std::vector<std::string> prompts, prompt_ids, stops;  // each repeatable
   int64_t max_new_tokens = 64, max_seq = 0;
   double temperature = 1.0, top_p = 1.0, repetition_penalty = 1.0;
   int64_t top_k = 0;
@@ -51,6 +53,32 @@ StatusOr<std::vector<int32_t>> parse_ids(const std::string& text) {
   return ids;
 }
 
+// The end-of-sequence ids: the tokenizer's, and generation_config.json's
+// eos_token_id (an id or a list, as Hugging Face writes it) beside the
+// model, which generate() also stops at. A malformed file is refused with
+// its path.
+StatusOr<std::vector<uint32_t>> eos_ids(const train::TextCodec& codec, const std::string& dir) {
+  std::vector<uint32_t> ids;
+  if (auto e = codec.eos()) ids.push_back(*e);
+  if (dir.empty()) return ids;
+  const std::filesystem::path path = std::filesystem::path(dir) / "generation_config.json";
+  if (!std::filesystem::exists(path)) return ids;
+  std::ifstream in(path);
+  const nlohmann::json j = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object()) return invalid_argument(path.string() + ": not a JSON object");
+  auto it = j.find("eos_token_id");
+  if (it == j.end() || it->is_null()) return ids;
+  const nlohmann::json list = it->is_array() ? *it : nlohmann::json::array({*it});
+  for (const nlohmann::json& id : list) {
+    if (!id.is_number_unsigned())
+      return invalid_argument(path.string() +
+                              ": eos_token_id must be an id or a list of ids, got " + it->dump());
+    const uint32_t v = id.get<uint32_t>();
+    if (std::find(ids.begin(), ids.end(), v) == ids.end()) ids.push_back(v);
+  }
+  return ids;
+}
+
 // Several prompts in one batch: each one's result as a JSON line (--json)
 // or as its text, in the order given.
 int run_generate_batch(const GenerateFlags& f, train::InferenceModel& m,
@@ -72,7 +100,8 @@ int run_generate_batch(const GenerateFlags& f, train::InferenceModel& m,
                           {"text", codec.decode(g.tokens, true)},
                           {"prompt_seconds", g.prompt_seconds},
                           {"token_seconds", g.token_seconds},
-                          {"stopped_at_eos", g.stopped_at_eos}};
+                          {"stopped_at_eos", g.stopped_at_eos},
+                          {"stopped_at_stop_string", g.stopped_by_stop_after}};
       std::cout << j.dump() << "\n";
     } else {
       std::vector<int32_t> all = prompts[b];
@@ -135,7 +164,22 @@ int run_generate(const GenerateFlags& f) {
                            .top_p = f.top_p,
                            .seed = f.seed,
                            .repetition_penalty = f.repetition_penalty};
-  if (!f.ignore_eos) o.eos = codec->eos();
+  if (!f.ignore_eos) {
+    auto eos = eos_ids(*codec, m->source_dir);
+    if (!eos.ok()) return generate_fail(eos.status());
+    o.eos = std::move(*eos);
+  }
+  // Stop strings (vLLM's `stop`): a row stops once its new text contains
+  // one; the text keeps what that token completed.
+  if (!f.stops.empty()) {
+    o.stop_after = [&f, &codec](std::span<const int32_t> tokens) {
+      const std::string text =
+          codec->decode(std::vector<int32_t>(tokens.begin(), tokens.end()), true);
+      for (const std::string& s : f.stops)
+        if (!s.empty() && text.find(s) != std::string::npos) return true;
+      return false;
+    };
+  }
   if (!f.json)
     std::cerr << "zerotrain generate: " << m->description << ", " << codec->name() << "\n";
   if (prompts.size() > 1) return run_generate_batch(f, *m, *codec, prompts, o, max_seq);
@@ -168,7 +212,8 @@ int run_generate(const GenerateFlags& f) {
                         {"text", codec->decode(r->tokens, true)},
                         {"prompt_seconds", r->prompt_seconds},
                         {"token_seconds", r->token_seconds},
-                        {"stopped_at_eos", r->stopped_at_eos}};
+                        {"stopped_at_eos", r->stopped_at_eos},
+                        {"stopped_at_stop_string", r->stopped_by_stop_after}};
     std::cout << j.dump() << "\n";
     return 0;
   }
@@ -179,7 +224,8 @@ int run_generate(const GenerateFlags& f) {
   double total = 0;
   for (double s : r->token_seconds) total += s;
   std::cerr << "zerotrain generate: " << r->tokens.size() << " tokens"
-            << (r->stopped_at_eos ? " (stopped at end-of-sequence)" : "") << ", "
+            << (r->stopped_at_eos ? " (stopped at end-of-sequence)" : "")
+            << (r->stopped_by_stop_after ? " (stopped at a --stop string)" : "") << ", "
             << (r->tokens.size() > 1 ? 1e3 * total / static_cast<double>(r->tokens.size() - 1)
                                      : 0.0)
             << " ms/token after a " << 1e3 * r->prompt_seconds << " ms prompt\n";
@@ -219,7 +265,13 @@ Runner add_generate_command(CLI::App& app) {
                   "HF's repetition_penalty over the prompt and the new tokens (1: off)")
       ->capture_default_str();
   cmd->add_option("--max-seq", f->max_seq, "positions the KV cache holds (default: just enough)");
-  cmd->add_flag("--ignore-eos", f->ignore_eos, "do not stop at the end-of-sequence token");
+  cmd->add_flag("--ignore-eos", f->ignore_eos,
+                "do not stop at the end-of-sequence tokens (the tokenizer's and "
+                "generation_config.json's eos_token_id)");
+  cmd->add_option("--stop", f->stops,
+                  "stop a prompt's generation once its new text contains this string "
+                  "(repeatable)")
+      ->allow_extra_args(false);
   cmd->add_flag("--no-special", f->no_special, "no special tokens (e.g. <s>) before the prompt");
   cmd->add_flag("--json", f->json, "print {prompt, tokens, text, timings} as JSON");
   add_quant4_flags(cmd, f->quant4);

@@ -80,6 +80,10 @@ Status apply_repetition_penalty(std::span<float> logits, std::span<const int32_t
 
 namespace {
 
+bool is_eos(const GenerateOptions& o, int32_t t) {
+  return std::find(o.eos.begin(), o.eos.end(), static_cast<uint32_t>(t)) != o.eos.end();
+}
+
 // The next token of a row whose prompt and tokens so far are `seen`.
 StatusOr<int32_t> next_token(std::span<const float> logits, std::span<const int32_t> seen,
                              const GenerateOptions& o, SplitMix64& rng) {
@@ -115,8 +119,9 @@ StatusOr<GenerateResult> generate(model::Decoder& decoder, std::span<const int32
     seen.push_back(next);
     r.tokens.push_back(next);
     if (on_token) on_token(next);
-    if (o.eos && static_cast<uint32_t>(next) == *o.eos) {
-      r.stopped_at_eos = true;
+    r.stopped_at_eos = is_eos(o, next);
+    r.stopped_by_stop_after = !r.stopped_at_eos && o.stop_after && o.stop_after(r.tokens);
+    if (r.stopped_at_eos || r.stopped_by_stop_after) {
       r.token_seconds.push_back(0);
       break;
     }
@@ -182,8 +187,10 @@ StatusOr<std::vector<GenerateResult>> generate_batch(
       ZT_ASSIGN_OR_RETURN(next[rb], next_token(row, seen[rb], o, rngs[rb]));
       seen[rb].push_back(next[rb]);
       r[rb].tokens.push_back(next[rb]);
-      r[rb].stopped_at_eos = o.eos && static_cast<uint32_t>(next[rb]) == *o.eos;
-      done[rb] = r[rb].stopped_at_eos || i + 1 == o.max_new_tokens;
+      r[rb].stopped_at_eos = is_eos(o, next[rb]);
+      r[rb].stopped_by_stop_after =
+          !r[rb].stopped_at_eos && o.stop_after && o.stop_after(r[rb].tokens);
+      done[rb] = r[rb].stopped_at_eos || r[rb].stopped_by_stop_after || i + 1 == o.max_new_tokens;
     }
     if (std::all_of(done.begin(), done.end(), [](bool d) { return d; })) break;
     t0 = std::chrono::steady_clock::now();

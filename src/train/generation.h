@@ -9,7 +9,7 @@
 // top_p (at least one), then draw from the softmax of what is left with
 // SplitMix64(seed). Greedy takes the first largest logit (torch.argmax).
 //
-//   GenerateOptions o{.max_new_tokens = 64, .greedy = true, .eos = tok.eos_id()};
+//   GenerateOptions o{.max_new_tokens = 64, .greedy = true, .eos = {tok.eos_id()}};
 //   ZT_ASSIGN_OR_RETURN(GenerateResult r, generate(*decoder, prompt, o, print_token));
 //
 // Thread-safety: uses the decoder (one per thread).
@@ -34,8 +34,11 @@ struct GenerateOptions {
   int64_t top_k = 0;   // 0: off
   double top_p = 1.0;  // 1: off
   uint64_t seed = 0;
-  std::optional<uint32_t> eos;      // stop after generating it
+  std::vector<uint32_t> eos;        // stop after generating any of them
   double repetition_penalty = 1.0;  // HF's repetition_penalty; 1: off, > 0
+  // Stop strings and the like: called with a row's new tokens after each
+  // one; true stops the row there (stopped_at_eos stays false).
+  std::function<bool(std::span<const int32_t>)> stop_after;
 };
 
 struct GenerateResult {
@@ -43,6 +46,7 @@ struct GenerateResult {
   std::vector<double> token_seconds;  // [tokens] wall time of the step that produced each
   double prompt_seconds = 0;          // the prompt's forward (the first token's logits)
   bool stopped_at_eos = false;
+  bool stopped_by_stop_after = false;  // GenerateOptions::stop_after said so
 };
 
 // The next token from one row's logits [V]. InvalidArgument for a

@@ -67,7 +67,7 @@ TEST_P(BatchedGeneration, EqualsOnePromptAtATimeTokenForToken) {
 
   // Each row stops at its own end-of-sequence token: the third token row 1
   // generates alone.
-  o.eos = static_cast<uint32_t>(alone[1].tokens[2]);
+  o.eos = {static_cast<uint32_t>(alone[1].tokens[2])};
   auto stopping = generate_batch(**many, prompts, o);
   ASSERT_TRUE(stopping.ok()) << stopping.status().to_string();
   for (size_t b = 0; b < prompts.size(); ++b) {
@@ -80,7 +80,7 @@ TEST_P(BatchedGeneration, EqualsOnePromptAtATimeTokenForToken) {
   EXPECT_LE((*stopping)[1].tokens.size(), 3u);
 
   // A repetition penalty reads each row's own prompt and tokens.
-  o.eos.reset();
+  o.eos.clear();
   o.repetition_penalty = 3.0;
   auto penalized = generate_batch(**many, prompts, o);
   ASSERT_TRUE(penalized.ok()) << penalized.status().to_string();

@@ -78,6 +78,36 @@ TEST_F(GenerateCli, Gpt2GreedyEqualsPyTorchFromEverySource) {
   EXPECT_EQ(zerotrain_greedy(ck), want) << "from the checkpoint";
   EXPECT_EQ(zerotrain_greedy(dir_->file("gpt2_hf")), want) << "from the HF directory";
   EXPECT_EQ(zerotrain_greedy(dir_->file("gpt2.safetensors")), want) << "from the safetensors file";
+
+  // generation_config.json's eos_token_id (a list, as HF writes it) stops
+  // generation at the first of its ids: the sixth greedy token.
+  const std::string hf = dir_->file("gpt2_hf");
+  std::ofstream(hf + "/generation_config.json")
+      << R"({"eos_token_id": [)" << want[5] << R"(], "bos_token_id": 0})";
+  const auto first_of = [&](int id) {
+    return static_cast<size_t>(std::find(want.begin(), want.end(), id) - want.begin()) + 1;
+  };
+  const Json eos = Json::parse(run_ok({ZT_BIN, "generate", "--model", hf, "--prompt-ids", kPrompt,
+                                       "--max-new-tokens", "64", "--greedy", "--json"}));
+  EXPECT_EQ(eos["tokens"].get<std::vector<int>>(),
+            std::vector<int>(want.begin(), want.begin() + first_of(want[5])));
+  EXPECT_TRUE(eos["stopped_at_eos"].get<bool>());
+  // A --stop string: the first character of the fifth token, a byte here.
+  ASSERT_LT(want[4], 128) << "the stop string must be one ASCII byte";
+  const Json stop = Json::parse(
+      run_ok({ZT_BIN, "generate", "--model", hf, "--prompt-ids", kPrompt, "--max-new-tokens", "64",
+              "--greedy", "--json", "--ignore-eos", "--stop", std::string(1, char(want[4]))}));
+  EXPECT_EQ(stop["tokens"].get<std::vector<int>>(),
+            std::vector<int>(want.begin(), want.begin() + first_of(want[4])));
+  EXPECT_TRUE(stop["stopped_at_stop_string"].get<bool>());
+  // A malformed file is refused with its path.
+  std::ofstream(hf + "/generation_config.json") << R"({"eos_token_id": "x"})";
+  const auto bad = run_process({ZT_BIN, "generate", "--model", hf, "--prompt-ids", kPrompt},
+                               std::chrono::seconds(60));
+  EXPECT_EQ(bad.exit_code, 2) << bad.err;
+  EXPECT_NE(bad.err.find(hf + "/generation_config.json: eos_token_id"), std::string::npos)
+      << bad.err;
+  std::filesystem::remove(hf + "/generation_config.json");
 }
 
 TEST_F(GenerateCli, LlamaFromAStage3CheckpointGreedyAndEvalEqualPyTorch) {

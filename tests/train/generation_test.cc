@@ -108,7 +108,7 @@ class CountingDecoder : public model::Decoder {
 TEST(Generate, StopsAtEndOfSequenceOrTheLimit) {
   CountingDecoder d;
   const std::vector<int32_t> prompt = {0, 1};
-  auto r = generate(d, prompt, {.max_new_tokens = 8, .greedy = true, .eos = 4u});
+  auto r = generate(d, prompt, {.max_new_tokens = 8, .greedy = true, .eos = {4u}});
   ASSERT_TRUE(r.ok()) << r.status().to_string();
   EXPECT_EQ(r->tokens, (std::vector<int32_t>{2, 3, 4}));
   EXPECT_TRUE(r->stopped_at_eos);
@@ -117,6 +117,19 @@ TEST(Generate, StopsAtEndOfSequenceOrTheLimit) {
   EXPECT_EQ(all->tokens, (std::vector<int32_t>{2, 3, 4, 0, 1, 2}));
   EXPECT_EQ(all->token_seconds.size(), 6u);
   EXPECT_FALSE(generate(d, prompt, {.max_new_tokens = 15}).ok()) << "beyond the 16 positions";
+  // Several end-of-sequence ids (generation_config.json's lists): the first met.
+  auto any = generate(d, prompt, {.max_new_tokens = 8, .greedy = true, .eos = {9u, 0u, 4u}});
+  ASSERT_TRUE(any.ok());
+  EXPECT_EQ(any->tokens, (std::vector<int32_t>{2, 3, 4}));
+  // A stop condition over the new tokens (stop strings): the row stops after
+  // the token that met it, not at an end-of-sequence.
+  GenerateOptions until3{.max_new_tokens = 8, .greedy = true};
+  until3.stop_after = [](std::span<const int32_t> t) { return t.back() == 3; };
+  auto stopped = generate(d, prompt, until3);
+  ASSERT_TRUE(stopped.ok());
+  EXPECT_EQ(stopped->tokens, (std::vector<int32_t>{2, 3}));
+  EXPECT_TRUE(stopped->stopped_by_stop_after);
+  EXPECT_FALSE(stopped->stopped_at_eos);
   EXPECT_FALSE(generate(d, {}, {}).ok()) << "empty prompt";
 }
 
