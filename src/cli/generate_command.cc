@@ -3,9 +3,8 @@
 // a KV cache, greedy or sampled, streamed through the tokenizer's decoder
 // as it comes; --json prints the ids and per-token times instead. Several
 // prompts generate as one batch (left-padded) and print when all are done.
+#include <algorithm>
 #include <cstdio>
-#include <filesystem>
-#include <fstream>
 #include <iostream>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -16,6 +15,7 @@
 #include "model/decoder.h"
 #include "train/evaluate.h"
 #include "train/generation.h"
+#include "train/generation_config.h"
 #include "train/text_codec.h"
 
 namespace zerotrain::cli {
@@ -53,30 +53,25 @@ StatusOr<std::vector<int32_t>> parse_ids(const std::string& text) {
   return ids;
 }
 
-// The end-of-sequence ids: the tokenizer's, and generation_config.json's
-// eos_token_id (an id or a list, as Hugging Face writes it) beside the
-// model, which generate() also stops at. A malformed file is refused with
-// its path.
-StatusOr<std::vector<uint32_t>> eos_ids(const train::TextCodec& codec, const std::string& dir) {
-  std::vector<uint32_t> ids;
-  if (auto e = codec.eos()) ids.push_back(*e);
-  if (dir.empty()) return ids;
-  const std::filesystem::path path = std::filesystem::path(dir) / "generation_config.json";
-  if (!std::filesystem::exists(path)) return ids;
-  std::ifstream in(path);
-  const nlohmann::json j = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
-  if (!j.is_object()) return invalid_argument(path.string() + ": not a JSON object");
-  auto it = j.find("eos_token_id");
-  if (it == j.end() || it->is_null()) return ids;
-  const nlohmann::json list = it->is_array() ? *it : nlohmann::json::array({*it});
-  for (const nlohmann::json& id : list) {
-    if (!id.is_number_unsigned())
-      return invalid_argument(path.string() +
-                              ": eos_token_id must be an id or a list of ids, got " + it->dump());
-    const uint32_t v = id.get<uint32_t>();
-    if (std::find(ids.begin(), ids.end(), v) == ids.end()) ids.push_back(v);
-  }
-  return ids;
+// generation_config.json beside the model gives what the flags do not:
+// its eos_token_id ids join the tokenizer's (unless --ignore-eos), and
+// do_sample, temperature, top_k, top_p, repetition_penalty and
+// max_new_tokens stand where their flag was not given (--greedy also
+// settles do_sample and temperature).
+void apply_generation_config(const GenerateFlags& f, const train::GenerationConfig& g,
+                             train::GenerateOptions* o) {
+  const auto given = [&](const char* flag) { return f.cmd->count(flag) > 0; };
+  if (!f.ignore_eos)
+    for (uint32_t id : g.eos_ids)
+      if (std::find(o->eos.begin(), o->eos.end(), id) == o->eos.end()) o->eos.push_back(id);
+  const bool sampling_given = given("--greedy") || given("--temperature");
+  if (g.do_sample && !*g.do_sample && !sampling_given) o->greedy = true;
+  if (g.temperature && !sampling_given) o->temperature = *g.temperature;
+  if (g.top_k && !given("--top-k")) o->top_k = *g.top_k;
+  if (g.top_p && !given("--top-p")) o->top_p = *g.top_p;
+  if (g.repetition_penalty && !given("--repetition-penalty"))
+    o->repetition_penalty = *g.repetition_penalty;
+  if (g.max_new_tokens && !given("--max-new-tokens")) o->max_new_tokens = *g.max_new_tokens;
 }
 
 // Several prompts in one batch: each one's result as a JSON line (--json)
@@ -147,16 +142,6 @@ int run_generate(const GenerateFlags& f) {
   const std::vector<int32_t>* prompt = &prompts.front();
   for (const auto& p : prompts)
     if (p.size() > prompt->size()) prompt = &p;  // the longest sets the positions
-  // Positions: the prompt and the new tokens, unless --max-seq says more.
-  const int64_t need = static_cast<int64_t>(prompt->size()) + f.max_new_tokens;
-  const int64_t max_seq = f.max_seq > 0 ? f.max_seq : std::min(need, info->max_seq);
-  if (need > max_seq) {
-    return generate_fail(invalid_argument(
-        "a prompt of " + std::to_string(prompt->size()) + " tokens and " +
-        std::to_string(f.max_new_tokens) + " new ones need " + std::to_string(need) +
-        " positions; the model has " + std::to_string(info->max_seq) +
-        (f.max_seq > 0 ? " and --max-seq gives " + std::to_string(f.max_seq) : "")));
-  }
   train::GenerateOptions o{.max_new_tokens = f.max_new_tokens,
                            .greedy = f.greedy,
                            .temperature = f.temperature,
@@ -164,10 +149,20 @@ int run_generate(const GenerateFlags& f) {
                            .top_p = f.top_p,
                            .seed = f.seed,
                            .repetition_penalty = f.repetition_penalty};
-  if (!f.ignore_eos) {
-    auto eos = eos_ids(*codec, m->source_dir);
-    if (!eos.ok()) return generate_fail(eos.status());
-    o.eos = std::move(*eos);
+  if (!f.ignore_eos)
+    if (auto e = codec->eos()) o.eos.push_back(*e);
+  auto gen_config = train::read_generation_config(m->source_dir);
+  if (!gen_config.ok()) return generate_fail(gen_config.status());
+  apply_generation_config(f, *gen_config, &o);
+  // Positions: the prompt and the new tokens, unless --max-seq says more.
+  const int64_t need = static_cast<int64_t>(prompt->size()) + o.max_new_tokens;
+  const int64_t max_seq = f.max_seq > 0 ? f.max_seq : std::min(need, info->max_seq);
+  if (need > max_seq) {
+    return generate_fail(invalid_argument(
+        "a prompt of " + std::to_string(prompt->size()) + " tokens and " +
+        std::to_string(o.max_new_tokens) + " new ones need " + std::to_string(need) +
+        " positions; the model has " + std::to_string(info->max_seq) +
+        (f.max_seq > 0 ? " and --max-seq gives " + std::to_string(f.max_seq) : "")));
   }
   // Stop strings (vLLM's `stop`): a row stops once its new text contains
   // one; the text keeps what that token completed.
@@ -180,8 +175,11 @@ int run_generate(const GenerateFlags& f) {
       return false;
     };
   }
-  if (!f.json)
+  if (!f.json) {
     std::cerr << "zerotrain generate: " << m->description << ", " << codec->name() << "\n";
+    if (!gen_config->path.empty())
+      std::cerr << "zerotrain generate: defaults from " << gen_config->path << "\n";
+  }
   if (prompts.size() > 1) return run_generate_batch(f, *m, *codec, prompts, o, max_seq);
   prompt = &prompts.front();
   auto dec = m->module->make_decoder(1, max_seq);

@@ -100,6 +100,26 @@ TEST_F(GenerateCli, Gpt2GreedyEqualsPyTorchFromEverySource) {
   EXPECT_EQ(stop["tokens"].get<std::vector<int>>(),
             std::vector<int>(want.begin(), want.begin() + first_of(want[4])));
   EXPECT_TRUE(stop["stopped_at_stop_string"].get<bool>());
+  // Its sampling keys stand in for the flags not given: do_sample false is
+  // greedy without --greedy; temperature, top_k and max_new_tokens act as
+  // those flags would, and a flag given wins.
+  const auto tokens_of = [&](std::vector<std::string> extra) {
+    std::vector<std::string> argv = {ZT_BIN,  "generate", "--model", hf,  "--prompt-ids",
+                                     kPrompt, "--json",   "--seed",  "3", "--ignore-eos"};
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    return Json::parse(run_ok(argv))["tokens"].get<std::vector<int>>();
+  };
+  std::ofstream(hf + "/generation_config.json") << R"({"do_sample": false})";
+  EXPECT_EQ(tokens_of({}), want);
+  std::ofstream(hf + "/generation_config.json")
+      << R"({"do_sample": true, "temperature": 0.7, "top_k": 5, "max_new_tokens": 10})";
+  const std::vector<int> from_file = tokens_of({});
+  EXPECT_EQ(from_file.size(), 10u);
+  EXPECT_EQ(tokens_of({"--greedy"}), std::vector<int>(want.begin(), want.begin() + 10));
+  std::filesystem::remove(hf + "/generation_config.json");
+  EXPECT_EQ(tokens_of({"--temperature", "0.7", "--top-k", "5", "--max-new-tokens", "10"}),
+            from_file);
+  EXPECT_NE(tokens_of({"--max-new-tokens", "10"}), from_file) << "the file's keys changed nothing";
   // A malformed file is refused with its path.
   std::ofstream(hf + "/generation_config.json") << R"({"eos_token_id": "x"})";
   const auto bad = run_process({ZT_BIN, "generate", "--model", hf, "--prompt-ids", kPrompt},
