@@ -100,45 +100,17 @@ StatusOr<GenerateResult> generate(model::Decoder& decoder, std::span<const int32
                                   const std::function<void(int32_t)>& on_token) {
   if (decoder.batch() != 1) return invalid_argument("generate: the decoder must have batch 1");
   if (prompt.empty()) return invalid_argument("generate: the prompt is empty");
-  if (static_cast<int64_t>(prompt.size()) + o.max_new_tokens > decoder.max_seq()) {
-    return invalid_argument("generate: a prompt of " + std::to_string(prompt.size()) +
-                            " tokens and " + std::to_string(o.max_new_tokens) +
-                            " new ones exceed the " + std::to_string(decoder.max_seq()) +
-                            " positions the decoder holds");
-  }
-  decoder.reset();
-  SplitMix64 rng(o.seed);
-  GenerateResult r;
-  std::vector<float> logits;
-  auto t0 = std::chrono::steady_clock::now();
-  ZT_RETURN_IF_ERROR(decoder.step(prompt.data(), static_cast<int64_t>(prompt.size()), &logits));
-  r.prompt_seconds = seconds_since(t0);
-  std::vector<int32_t> seen(prompt.begin(), prompt.end());
-  for (int64_t i = 0; i < o.max_new_tokens; ++i) {
-    ZT_ASSIGN_OR_RETURN(int32_t next, next_token(logits, seen, o, rng));
-    seen.push_back(next);
-    r.tokens.push_back(next);
-    if (on_token) on_token(next);
-    r.stopped_at_eos = is_eos(o, next);
-    r.stopped_by_stop_after = !r.stopped_at_eos && o.stop_after && o.stop_after(r.tokens);
-    if (r.stopped_at_eos || r.stopped_by_stop_after) {
-      r.token_seconds.push_back(0);
-      break;
-    }
-    if (i + 1 == o.max_new_tokens) {
-      r.token_seconds.push_back(0);
-      break;
-    }
-    t0 = std::chrono::steady_clock::now();
-    ZT_RETURN_IF_ERROR(decoder.step(&next, 1, &logits));
-    r.token_seconds.push_back(seconds_since(t0));
-  }
-  return r;
+  // One row of a batch: no padding, so the decoder runs as it always did.
+  std::function<void(int64_t, int32_t)> each;
+  if (on_token) each = [&](int64_t, int32_t id) { on_token(id); };
+  ZT_ASSIGN_OR_RETURN(std::vector<GenerateResult> r,
+                      generate_batch(decoder, {{prompt.begin(), prompt.end()}}, o, each));
+  return std::move(r.front());
 }
 
 StatusOr<std::vector<GenerateResult>> generate_batch(
     model::Decoder& decoder, const std::vector<std::vector<int32_t>>& prompts,
-    const GenerateOptions& o) {
+    const GenerateOptions& o, const std::function<void(int64_t, int32_t)>& on_token) {
   const int64_t B = static_cast<int64_t>(prompts.size());
   if (B == 0 || decoder.batch() != B)
     return invalid_argument("generate: " + std::to_string(B) + " prompts for a decoder of batch " +
@@ -187,6 +159,7 @@ StatusOr<std::vector<GenerateResult>> generate_batch(
       ZT_ASSIGN_OR_RETURN(next[rb], next_token(row, seen[rb], o, rngs[rb]));
       seen[rb].push_back(next[rb]);
       r[rb].tokens.push_back(next[rb]);
+      if (on_token) on_token(b, next[rb]);
       r[rb].stopped_at_eos = is_eos(o, next[rb]);
       r[rb].stopped_by_stop_after =
           !r[rb].stopped_at_eos && o.stop_after && o.stop_after(r[rb].tokens);
@@ -199,7 +172,7 @@ StatusOr<std::vector<GenerateResult>> generate_batch(
     for (int64_t b = 0; b < B; ++b)
       if (!done[static_cast<size_t>(b)]) r[static_cast<size_t>(b)].token_seconds.push_back(s);
   }
-  // As generate(): the step after a row's last token is not taken for it.
+  // The step after a row's last token is not taken for it.
   for (GenerateResult& g : r)
     if (!g.tokens.empty()) g.token_seconds.push_back(0);
   return r;

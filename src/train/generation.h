@@ -61,7 +61,8 @@ Status apply_repetition_penalty(std::span<float> logits, std::span<const int32_t
                                 double penalty);
 
 // Generates for one row (the decoder's batch must be 1) after `prompt`
-// (non-empty), from the decoder's start (it is reset first).
+// (non-empty), from the decoder's start (it is reset first): generate_batch
+// of the one prompt, each token to on_token as it comes.
 StatusOr<GenerateResult> generate(model::Decoder& decoder, std::span<const int32_t> prompt,
                                   const GenerateOptions& o,
                                   const std::function<void(int32_t)>& on_token = {});
@@ -73,8 +74,9 @@ StatusOr<GenerateResult> generate(model::Decoder& decoder, std::span<const int32
 // on its own; the step runs until every row has. Each row draws from its
 // own SplitMix64(seed), so a row's tokens are generate()'s for that prompt
 // alone. prompt_seconds is the batch's, token_seconds each step's.
+// on_token(row, id) gets each new token as it comes.
 StatusOr<std::vector<GenerateResult>> generate_batch(
     model::Decoder& decoder, const std::vector<std::vector<int32_t>>& prompts,
-    const GenerateOptions& o);
+    const GenerateOptions& o, const std::function<void(int64_t, int32_t)>& on_token = {});
 
 }  // namespace zerotrain::train
