@@ -74,6 +74,18 @@ void apply_generation_config(const GenerateFlags& f, const train::GenerationConf
   if (g.max_new_tokens && !given("--max-new-tokens")) o->max_new_tokens = *g.max_new_tokens;
 }
 
+// One prompt's result as --json prints it.
+nlohmann::json result_json(const std::vector<int32_t>& prompt, const train::GenerateResult& r,
+                           const train::TextCodec& codec) {
+  return {{"prompt", prompt},
+          {"tokens", r.tokens},
+          {"text", codec.decode(r.tokens, true)},
+          {"prompt_seconds", r.prompt_seconds},
+          {"token_seconds", r.token_seconds},
+          {"stopped_at_eos", r.stopped_at_eos},
+          {"stopped_at_stop_string", r.stopped_by_stop_after}};
+}
+
 // Several prompts in one batch: each one's result as a JSON line (--json)
 // or as its text, in the order given.
 int run_generate_batch(const GenerateFlags& f, train::InferenceModel& m,
@@ -90,25 +102,19 @@ int run_generate_batch(const GenerateFlags& f, train::InferenceModel& m,
     const train::GenerateResult& g = (*r)[b];
     tokens += g.tokens.size();
     if (f.json) {
-      nlohmann::json j = {{"prompt", prompts[b]},
-                          {"tokens", g.tokens},
-                          {"text", codec.decode(g.tokens, true)},
-                          {"prompt_seconds", g.prompt_seconds},
-                          {"token_seconds", g.token_seconds},
-                          {"stopped_at_eos", g.stopped_at_eos},
-                          {"stopped_at_stop_string", g.stopped_by_stop_after}};
-      std::cout << j.dump() << "\n";
+      std::cout << result_json(prompts[b], g, codec).dump() << "\n";
     } else {
       std::vector<int32_t> all = prompts[b];
       all.insert(all.end(), g.tokens.begin(), g.tokens.end());
       std::cout << codec.decode(all, true) << "\n";
     }
   }
-  // The batch's steps: the longest row's token_seconds.
-  size_t longest = 0;
-  for (const train::GenerateResult& g : *r)
-    if (g.token_seconds.size() > (*r)[longest].token_seconds.size()) longest = &g - r->data();
-  for (double s : (*r)[longest].token_seconds) seconds += s;
+  // The batch's steps are the longest row's token_seconds.
+  const auto longest = std::max_element(
+      r->begin(), r->end(), [](const train::GenerateResult& a, const train::GenerateResult& b) {
+        return a.token_seconds.size() < b.token_seconds.size();
+      });
+  for (double s : longest->token_seconds) seconds += s;
   if (!f.json)
     std::cerr << "zerotrain generate: " << prompts.size() << " prompts, " << tokens << " tokens in "
               << seconds << " s (" << static_cast<double>(tokens) / seconds << " tokens/s)\n";
@@ -205,14 +211,7 @@ int run_generate(const GenerateFlags& f) {
   auto r = train::generate(**dec, *prompt, o, on_token);
   if (!r.ok()) return generate_fail(r.status());
   if (f.json) {
-    nlohmann::json j = {{"prompt", *prompt},
-                        {"tokens", r->tokens},
-                        {"text", codec->decode(r->tokens, true)},
-                        {"prompt_seconds", r->prompt_seconds},
-                        {"token_seconds", r->token_seconds},
-                        {"stopped_at_eos", r->stopped_at_eos},
-                        {"stopped_at_stop_string", r->stopped_by_stop_after}};
-    std::cout << j.dump() << "\n";
+    std::cout << result_json(*prompt, *r, *codec).dump() << "\n";
     return 0;
   }
   const std::string text = codec->decode(all, true);
