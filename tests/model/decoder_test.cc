@@ -9,7 +9,6 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <cctype>
 #include <cmath>
 #include <random>
 #include <string>
@@ -18,30 +17,17 @@
 #include "model/gpt2/gpt_model.h"
 #include "model/llama/llama_model.h"
 #include "model/registry.h"
+#include "model/test_presets.h"
 
 namespace zerotrain::model {
 namespace {
 
 constexpr int64_t B = 2, T = 40;
 
-// A preset, or "<preset>+window": its window cut to 9 positions (< T), for
-// Qwen2 on layers from 1 on.
-StatusOr<ModelSpec> spec_of(std::string name) {
-  const size_t plus = name.find("+window");
-  if (plus == std::string::npos) return model_spec(name);
-  ZT_ASSIGN_OR_RETURN(ModelSpec spec, model_spec(name.substr(0, plus)));
-  spec.config["sliding_window"] = 9;
-  if (spec.config["model_type"] == "qwen2") {
-    spec.config["use_sliding_window"] = true;
-    spec.config["max_window_layers"] = 1;
-  }
-  return spec;
-}
-
 class DecoderVsForward : public ::testing::TestWithParam<const char*> {};
 
 TEST_P(DecoderVsForward, EveryStepsLogitsEqualTheFullForwards) {
-  auto spec = spec_of(GetParam());
+  auto spec = testing::preset_spec(GetParam());
   ASSERT_TRUE(spec.ok()) << spec.status().to_string();
   auto m = create_module(*spec, {.max_batch = B, .max_seq = T, .full_logits = true});
   ASSERT_TRUE(m.ok()) << m.status().to_string();
@@ -101,7 +87,7 @@ TEST_P(DecoderVsForward, EveryStepsLogitsEqualTheFullForwards) {
 // device (device ops that get host memory abort, as a GPU kernel would
 // fault) gives the CPU device's logits bit for bit.
 TEST_P(DecoderVsForward, GuardedDeviceDecodesAsTheCpuDevice) {
-  auto spec = spec_of(GetParam());
+  auto spec = testing::preset_spec(GetParam());
   ASSERT_TRUE(spec.ok());
   std::unique_ptr<device::Device> guarded = device::cpu::make_guarded_device();
   std::vector<std::vector<float>> outs;
@@ -129,10 +115,7 @@ INSTANTIATE_TEST_SUITE_P(Families, DecoderVsForward,
                          ::testing::Values("gpt2-tiny", "llama-tiny", "qwen2-tiny",
                                            "mistral-tiny+window", "qwen2-tiny+window"),
                          [](const ::testing::TestParamInfo<const char*>& i) {
-                           std::string n = i.param;
-                           for (char& c : n)
-                             if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
-                           return n;
+                           return testing::param_name(i.param);
                          });
 
 }  // namespace

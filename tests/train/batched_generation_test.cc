@@ -5,34 +5,21 @@
 // windows the generation crosses.
 #include <gtest/gtest.h>
 
-#include <cctype>
 #include <random>
 #include <string>
 
 #include "model/registry.h"
+#include "model/test_presets.h"
 #include "train/generation.h"
 
 namespace zerotrain::train {
 namespace {
 
-// A preset, or "<preset>+window": a sliding window of 9 (Qwen2's from layer 1).
-StatusOr<model::ModelSpec> spec_of(const std::string& name) {
-  const size_t plus = name.find("+window");
-  if (plus == std::string::npos) return model::model_spec(name);
-  ZT_ASSIGN_OR_RETURN(model::ModelSpec spec, model::model_spec(name.substr(0, plus)));
-  spec.config["sliding_window"] = 9;
-  if (spec.config["model_type"] == "qwen2") {
-    spec.config["use_sliding_window"] = true;
-    spec.config["max_window_layers"] = 1;
-  }
-  return spec;
-}
-
 class BatchedGeneration : public ::testing::TestWithParam<const char*> {};
 
 TEST_P(BatchedGeneration, EqualsOnePromptAtATimeTokenForToken) {
   constexpr int64_t kNew = 12, kMaxSeq = 32;
-  auto spec = spec_of(GetParam());
+  auto spec = model::testing::preset_spec(GetParam());
   ASSERT_TRUE(spec.ok()) << spec.status().to_string();
   auto m = model::create_module(*spec, {.max_batch = 4, .max_seq = kMaxSeq});
   ASSERT_TRUE(m.ok()) << m.status().to_string();
@@ -98,10 +85,7 @@ INSTANTIATE_TEST_SUITE_P(Families, BatchedGeneration,
                          ::testing::Values("gpt2-tiny", "llama-tiny", "mistral-tiny+window",
                                            "qwen2-tiny+window"),
                          [](const ::testing::TestParamInfo<const char*>& i) {
-                           std::string n = i.param;
-                           for (char& c : n)
-                             if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
-                           return n;
+                           return model::testing::param_name(i.param);
                          });
 
 TEST(BatchedGenerationArguments, AreChecked) {
