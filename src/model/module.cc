@@ -205,12 +205,18 @@ Status Module::set_doc_starts(const int32_t* doc_starts, int64_t B, int64_t T) {
   windowed_ = false;
   if (doc_starts != nullptr) ZT_RETURN_IF_ERROR(set_packed_documents(doc_starts, B, T));
   if (attention_window_ <= 0 || T <= attention_window_) return ok_status();
+  // Unpacked batches of one shape share one array: build it once.
+  const std::pair<int64_t, int64_t> plain_shape{B, T};
+  if (doc_starts == nullptr && window_shape_ == plain_shape) {
+    windowed_ = true;
+    return ok_status();
+  }
   // Query t of a windowed layer sees keys max(its document's start, t-W+1) .. t.
   std::vector<int32_t> first(static_cast<size_t>(B * T));
   for (int64_t b = 0; b < B; ++b)
     for (int64_t t = 0; t < T; ++t)
-      first[static_cast<size_t>(b * T + t)] = static_cast<int32_t>(std::max<int64_t>(
-          doc_starts ? doc_starts[b * T + t] : 0, t - attention_window_ + 1));
+      first[static_cast<size_t>(b * T + t)] = static_cast<int32_t>(
+          std::max<int64_t>(doc_starts ? doc_starts[b * T + t] : 0, t - attention_window_ + 1));
   const size_t bytes = first.size() * sizeof(int32_t);
   if (window_first_.bytes() < bytes) {
     ZT_ASSIGN_OR_RETURN(window_first_,
@@ -218,6 +224,7 @@ Status Module::set_doc_starts(const int32_t* doc_starts, int64_t B, int64_t T) {
                                           "sliding-window first keys"));
   }
   ZT_RETURN_IF_ERROR(device_->copy(window_first_.data(), first.data(), bytes));
+  window_shape_ = doc_starts ? std::pair<int64_t, int64_t>{0, 0} : plain_shape;
   windowed_ = true;
   return ok_status();
 }

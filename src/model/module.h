@@ -96,6 +96,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "core/half.h"
@@ -462,7 +463,10 @@ class Module {
   int64_t attention_window_ = 0;
   device::Buffer window_first_;  // [B,T] int32 when windowed_
   bool windowed_ = false;
-  std::vector<const BFloat16*> param16_base_;   // [num_groups], bf16 views
+  // The (B, T) window_first_ holds for an unpacked batch; {0, 0} when it
+  // holds a packed one (rebuilt each forward).
+  std::pair<int64_t, int64_t> window_shape_{0, 0};
+  std::vector<const BFloat16*> param16_base_;  // [num_groups], bf16 views
   GroupHooks hooks_;
   bool backward_ready_ = false;
   bool activations_lent_ = false;
