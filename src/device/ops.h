@@ -158,6 +158,10 @@ class Ops {
   // adds into dinp and dweight.
   virtual Status rmsnorm_forward(float* out, float* rstd, const float* inp, const float* weight,
                                  int64_t rows, int64_t C, float eps) const = 0;
+  // out in bf16 (the next GEMM's operand), rounded once from the fp32 row.
+  virtual Status rmsnorm_forward_bf16(BFloat16* out, float* rstd, const float* inp,
+                                      const float* weight, int64_t rows, int64_t C,
+                                      float eps) const = 0;
   virtual Status rmsnorm_backward(float* dinp, float* dweight, const float* dout, const float* inp,
                                   const float* weight, const float* rstd, int64_t rows,
                                   int64_t C) const = 0;
@@ -173,11 +177,28 @@ class Ops {
                                           const float* cos, const float* sin, int64_t B, int64_t T,
                                           int64_t NH, int64_t NKV, int64_t HD,
                                           const int32_t* positions = nullptr) const = 0;
+  // bf16 forms: q, k, v (and dqkv) in bf16 as their GEMMs keep them, the
+  // rotation in fp32, every output rounded once.
+  virtual Status rope_pack_qkv_bf16(BFloat16* qkv, const BFloat16* q, const BFloat16* k,
+                                    const BFloat16* v, const float* cos, const float* sin,
+                                    int64_t B, int64_t T, int64_t NH, int64_t NKV, int64_t HD,
+                                    const int32_t* positions = nullptr) const = 0;
+  virtual Status rope_unpack_qkv_backward_bf16(BFloat16* dq, BFloat16* dk, BFloat16* dv,
+                                               const BFloat16* dqkv, const float* cos,
+                                               const float* sin, int64_t B, int64_t T, int64_t NH,
+                                               int64_t NKV, int64_t HD,
+                                               const int32_t* positions = nullptr) const = 0;
   // out = silu(gate)·up over N elements; the backward overwrites dgate, dup.
   virtual Status swiglu_forward(float* out, const float* gate, const float* up,
                                 int64_t N) const = 0;
   virtual Status swiglu_backward(float* dgate, float* dup, const float* dout, const float* gate,
                                  const float* up, int64_t N) const = 0;
+  // bf16 forms: gate, up and the outputs in bf16 (fp32 math), dout fp32.
+  virtual Status swiglu_forward_bf16(BFloat16* out, const BFloat16* gate, const BFloat16* up,
+                                     int64_t N) const = 0;
+  virtual Status swiglu_backward_bf16(BFloat16* dgate, BFloat16* dup, const float* dout,
+                                      const BFloat16* gate, const BFloat16* up,
+                                      int64_t N) const = 0;
   // GELU (tanh approximation); backward adds (accumulate) or overwrites.
   virtual Status gelu_forward(float* out, const float* inp, int64_t N) const = 0;
   virtual Status gelu_backward(float* dinp, const float* inp, const float* dout, int64_t N,
@@ -218,12 +239,14 @@ class Ops {
                                   int64_t NKV, int64_t HD, int64_t window,
                                   const int32_t* row_first) const = 0;
   // bf16 forms (autocast's rounding points); exactly one of att, lse is
-  // non-null; dqkv is overwritten.
+  // non-null; dqkv is overwritten; first as attention_forward_lse's.
   virtual Status attention_forward_bf16(BFloat16* out, float* att, float* lse, const BFloat16* qkv,
-                                        int64_t B, int64_t T, int64_t C, int64_t NH) const = 0;
+                                        int64_t B, int64_t T, int64_t C, int64_t NH,
+                                        const int32_t* first = nullptr) const = 0;
   virtual Status attention_backward_bf16(BFloat16* dqkv, const BFloat16* dout, const BFloat16* qkv,
                                          const float* att, const float* lse, int64_t B, int64_t T,
-                                         int64_t C, int64_t NH) const = 0;
+                                         int64_t C, int64_t NH,
+                                         const int32_t* first = nullptr) const = 0;
   // Softmax cross-entropy over rows of logits [B,T,Vp] (V real columns);
   // negative targets are ignored; InvalidArgument naming (b, t) for a
   // target >= V. lse may be null. The fused forms write dlogits (may be

@@ -201,6 +201,42 @@ Status CpuOps::swiglu_backward(float* dgate, float* dup, const float* dout, cons
   return ok_status();
 }
 
+Status CpuOps::rmsnorm_forward_bf16(BFloat16* out, float* rstd, const float* inp,
+                                    const float* weight, int64_t rows, int64_t C,
+                                    float eps) const {
+  cpu::rmsnorm_forward_bf16(out, rstd, inp, weight, rows, C, eps);
+  return ok_status();
+}
+
+Status CpuOps::rope_pack_qkv_bf16(BFloat16* qkv, const BFloat16* q, const BFloat16* k,
+                                  const BFloat16* v, const float* cos, const float* sin, int64_t B,
+                                  int64_t T, int64_t NH, int64_t NKV, int64_t HD,
+                                  const int32_t* positions) const {
+  cpu::rope_pack_qkv_bf16(qkv, q, k, v, cos, sin, B, T, NH, NKV, HD, positions);
+  return ok_status();
+}
+
+Status CpuOps::rope_unpack_qkv_backward_bf16(BFloat16* dq, BFloat16* dk, BFloat16* dv,
+                                             const BFloat16* dqkv, const float* cos,
+                                             const float* sin, int64_t B, int64_t T, int64_t NH,
+                                             int64_t NKV, int64_t HD,
+                                             const int32_t* positions) const {
+  cpu::rope_unpack_qkv_backward_bf16(dq, dk, dv, dqkv, cos, sin, B, T, NH, NKV, HD, positions);
+  return ok_status();
+}
+
+Status CpuOps::swiglu_forward_bf16(BFloat16* out, const BFloat16* gate, const BFloat16* up,
+                                   int64_t N) const {
+  cpu::swiglu_forward_bf16(out, gate, up, N);
+  return ok_status();
+}
+
+Status CpuOps::swiglu_backward_bf16(BFloat16* dgate, BFloat16* dup, const float* dout,
+                                    const BFloat16* gate, const BFloat16* up, int64_t N) const {
+  cpu::swiglu_backward_bf16(dgate, dup, dout, gate, up, N);
+  return ok_status();
+}
+
 Status CpuOps::gelu_forward(float* out, const float* inp, int64_t N) const {
   cpu::gelu_forward(out, inp, N);
   return ok_status();
@@ -272,14 +308,15 @@ Status CpuOps::attention_backward_lse(float* dqkv, const float* dout, const floa
 }
 
 Status CpuOps::attention_forward_bf16(BFloat16* out, float* att, float* lse, const BFloat16* qkv,
-                                      int64_t B, int64_t T, int64_t C, int64_t NH) const {
-  return cpu::attention_forward_bf16(out, att, lse, qkv, B, T, C, NH);
+                                      int64_t B, int64_t T, int64_t C, int64_t NH,
+                                      const int32_t* first) const {
+  return cpu::attention_forward_bf16(out, att, lse, qkv, B, T, C, NH, first);
 }
 
 Status CpuOps::attention_backward_bf16(BFloat16* dqkv, const BFloat16* dout, const BFloat16* qkv,
                                        const float* att, const float* lse, int64_t B, int64_t T,
-                                       int64_t C, int64_t NH) const {
-  return cpu::attention_backward_bf16(dqkv, dout, qkv, att, lse, B, T, C, NH);
+                                       int64_t C, int64_t NH, const int32_t* first) const {
+  return cpu::attention_backward_bf16(dqkv, dout, qkv, att, lse, B, T, C, NH, first);
 }
 
 Status CpuOps::crossentropy_forward(float* losses, float* lse, const float* logits,

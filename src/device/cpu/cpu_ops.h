@@ -81,6 +81,20 @@ class CpuOps : public Ops {
   Status swiglu_forward(float* out, const float* gate, const float* up, int64_t N) const override;
   Status swiglu_backward(float* dgate, float* dup, const float* dout, const float* gate,
                          const float* up, int64_t N) const override;
+  Status rmsnorm_forward_bf16(BFloat16* out, float* rstd, const float* inp, const float* weight,
+                              int64_t rows, int64_t C, float eps) const override;
+  Status rope_pack_qkv_bf16(BFloat16* qkv, const BFloat16* q, const BFloat16* k,
+                            const BFloat16* v, const float* cos, const float* sin, int64_t B,
+                            int64_t T, int64_t NH, int64_t NKV, int64_t HD,
+                            const int32_t* positions = nullptr) const override;
+  Status rope_unpack_qkv_backward_bf16(BFloat16* dq, BFloat16* dk, BFloat16* dv,
+                                       const BFloat16* dqkv, const float* cos, const float* sin,
+                                       int64_t B, int64_t T, int64_t NH, int64_t NKV, int64_t HD,
+                                       const int32_t* positions = nullptr) const override;
+  Status swiglu_forward_bf16(BFloat16* out, const BFloat16* gate, const BFloat16* up,
+                             int64_t N) const override;
+  Status swiglu_backward_bf16(BFloat16* dgate, BFloat16* dup, const float* dout,
+                              const BFloat16* gate, const BFloat16* up, int64_t N) const override;
   Status gelu_forward(float* out, const float* inp, int64_t N) const override;
   Status gelu_backward(float* dinp, const float* inp, const float* dout, int64_t N,
                        bool accumulate) const override;
@@ -103,10 +117,12 @@ class CpuOps : public Ops {
                                 int64_t B, int64_t T, int64_t C, int64_t NH,
                                 const int32_t* first = nullptr) const override;
   Status attention_forward_bf16(BFloat16* out, float* att, float* lse, const BFloat16* qkv,
-                                int64_t B, int64_t T, int64_t C, int64_t NH) const override;
+                                int64_t B, int64_t T, int64_t C, int64_t NH,
+                                const int32_t* first = nullptr) const override;
   Status attention_backward_bf16(BFloat16* dqkv, const BFloat16* dout, const BFloat16* qkv,
                                  const float* att, const float* lse, int64_t B, int64_t T,
-                                 int64_t C, int64_t NH) const override;
+                                 int64_t C, int64_t NH,
+                                 const int32_t* first = nullptr) const override;
   Status crossentropy_forward(float* losses, float* lse, const float* logits,
                               const int32_t* targets, int64_t B, int64_t T, int64_t V,
                               int64_t Vp) const override;

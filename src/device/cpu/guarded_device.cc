@@ -190,6 +190,32 @@ class GuardedOps : public Ops {
                          const float* up, int64_t N) const override {
     return inner_.swiglu_backward(dev(dgate), dev(dup), dev(dout), dev(gate), dev(up), N);
   }
+  Status rmsnorm_forward_bf16(BFloat16* out, float* rstd, const float* inp, const float* weight,
+                              int64_t rows, int64_t C, float eps) const override {
+    return inner_.rmsnorm_forward_bf16(dev(out), dev(rstd), dev(inp), dev(weight), rows, C, eps);
+  }
+  Status rope_pack_qkv_bf16(BFloat16* qkv, const BFloat16* q, const BFloat16* k,
+                            const BFloat16* v, const float* cos, const float* sin, int64_t B,
+                            int64_t T, int64_t NH, int64_t NKV, int64_t HD,
+                            const int32_t* positions = nullptr) const override {
+    return inner_.rope_pack_qkv_bf16(dev(qkv), dev(q), dev(k), dev(v), dev(cos), dev(sin), B, T,
+                                     NH, NKV, HD, dev(positions));
+  }
+  Status rope_unpack_qkv_backward_bf16(BFloat16* dq, BFloat16* dk, BFloat16* dv,
+                                       const BFloat16* dqkv, const float* cos, const float* sin,
+                                       int64_t B, int64_t T, int64_t NH, int64_t NKV, int64_t HD,
+                                       const int32_t* positions = nullptr) const override {
+    return inner_.rope_unpack_qkv_backward_bf16(dev(dq), dev(dk), dev(dv), dev(dqkv), dev(cos),
+                                                dev(sin), B, T, NH, NKV, HD, dev(positions));
+  }
+  Status swiglu_forward_bf16(BFloat16* out, const BFloat16* gate, const BFloat16* up,
+                             int64_t N) const override {
+    return inner_.swiglu_forward_bf16(dev(out), dev(gate), dev(up), N);
+  }
+  Status swiglu_backward_bf16(BFloat16* dgate, BFloat16* dup, const float* dout,
+                              const BFloat16* gate, const BFloat16* up, int64_t N) const override {
+    return inner_.swiglu_backward_bf16(dev(dgate), dev(dup), dev(dout), dev(gate), dev(up), N);
+  }
   Status gelu_forward(float* out, const float* inp, int64_t N) const override {
     return inner_.gelu_forward(dev(out), dev(inp), N);
   }
@@ -236,14 +262,17 @@ class GuardedOps : public Ops {
                                          dev(first));
   }
   Status attention_forward_bf16(BFloat16* out, float* att, float* lse, const BFloat16* qkv,
-                                int64_t B, int64_t T, int64_t C, int64_t NH) const override {
-    return inner_.attention_forward_bf16(dev(out), dev(att), dev(lse), dev(qkv), B, T, C, NH);
+                                int64_t B, int64_t T, int64_t C, int64_t NH,
+                                const int32_t* first = nullptr) const override {
+    return inner_.attention_forward_bf16(dev(out), dev(att), dev(lse), dev(qkv), B, T, C, NH,
+                                         dev(first));
   }
   Status attention_backward_bf16(BFloat16* dqkv, const BFloat16* dout, const BFloat16* qkv,
                                  const float* att, const float* lse, int64_t B, int64_t T,
-                                 int64_t C, int64_t NH) const override {
+                                 int64_t C, int64_t NH,
+                                 const int32_t* first = nullptr) const override {
     return inner_.attention_backward_bf16(dev(dqkv), dev(dout), dev(qkv), dev(att), dev(lse), B, T,
-                                          C, NH);
+                                          C, NH, dev(first));
   }
   Status crossentropy_forward(float* losses, float* lse, const float* logits,
                               const int32_t* targets, int64_t B, int64_t T, int64_t V,

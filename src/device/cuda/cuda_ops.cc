@@ -256,6 +256,42 @@ Status CudaOps::swiglu_backward(float* dgate, float* dup, const float* dout, con
   return kernels::swiglu_backward(s, dgate, dup, dout, gate, up, N);
 }
 
+Status CudaOps::rmsnorm_forward_bf16(BFloat16* out, float* rstd, const float* inp,
+                                    const float* weight, int64_t rows, int64_t C,
+                                    float eps) const {
+  ZT_ASSIGN_OR_RETURN(cudaStream_t s, stream());
+  return kernels::rmsnorm_forward_bf16(s, out, rstd, inp, weight, rows, C, eps);
+}
+
+Status CudaOps::rope_pack_qkv_bf16(BFloat16* qkv, const BFloat16* q, const BFloat16* k,
+                                  const BFloat16* v, const float* cos, const float* sin, int64_t B,
+                                  int64_t T, int64_t NH, int64_t NKV, int64_t HD,
+                                  const int32_t* positions) const {
+  ZT_ASSIGN_OR_RETURN(cudaStream_t s, stream());
+  return kernels::rope_pack_qkv_bf16(s, qkv, q, k, v, cos, sin, B, T, NH, NKV, HD, positions);
+}
+
+Status CudaOps::rope_unpack_qkv_backward_bf16(BFloat16* dq, BFloat16* dk, BFloat16* dv,
+                                             const BFloat16* dqkv, const float* cos,
+                                             const float* sin, int64_t B, int64_t T, int64_t NH,
+                                             int64_t NKV, int64_t HD,
+                                             const int32_t* positions) const {
+  ZT_ASSIGN_OR_RETURN(cudaStream_t s, stream());
+  return kernels::rope_unpack_qkv_backward_bf16(s, dq, dk, dv, dqkv, cos, sin, B, T, NH, NKV, HD, positions);
+}
+
+Status CudaOps::swiglu_forward_bf16(BFloat16* out, const BFloat16* gate, const BFloat16* up,
+                                   int64_t N) const {
+  ZT_ASSIGN_OR_RETURN(cudaStream_t s, stream());
+  return kernels::swiglu_forward_bf16(s, out, gate, up, N);
+}
+
+Status CudaOps::swiglu_backward_bf16(BFloat16* dgate, BFloat16* dup, const float* dout,
+                                    const BFloat16* gate, const BFloat16* up, int64_t N) const {
+  ZT_ASSIGN_OR_RETURN(cudaStream_t s, stream());
+  return kernels::swiglu_backward_bf16(s, dgate, dup, dout, gate, up, N);
+}
+
 Status CudaOps::gelu_forward(float* out, const float* inp, int64_t N) const {
   ZT_ASSIGN_OR_RETURN(cudaStream_t s, stream());
   return kernels::gelu_forward(s, out, inp, N);
@@ -333,16 +369,17 @@ Status CudaOps::attention_decode(float* out, const float* qkv, float* k_cache, f
 }
 
 Status CudaOps::attention_forward_bf16(BFloat16* out, float* att, float* lse, const BFloat16* qkv,
-                                       int64_t B, int64_t T, int64_t C, int64_t NH) const {
+                                       int64_t B, int64_t T, int64_t C, int64_t NH,
+                                       const int32_t* first) const {
   ZT_ASSIGN_OR_RETURN(cudaStream_t s, stream());
-  return kernels::attention_forward_bf16(s, out, att, lse, qkv, B, T, C, NH);
+  return kernels::attention_forward_bf16(s, out, att, lse, qkv, B, T, C, NH, first);
 }
 
 Status CudaOps::attention_backward_bf16(BFloat16* dqkv, const BFloat16* dout, const BFloat16* qkv,
                                         const float* att, const float* lse, int64_t B, int64_t T,
-                                        int64_t C, int64_t NH) const {
+                                        int64_t C, int64_t NH, const int32_t* first) const {
   ZT_ASSIGN_OR_RETURN(cudaStream_t s, stream());
-  return kernels::attention_backward_bf16(s, dqkv, dout, qkv, att, lse, B, T, C, NH);
+  return kernels::attention_backward_bf16(s, dqkv, dout, qkv, att, lse, B, T, C, NH, first);
 }
 
 Status CudaOps::crossentropy_forward(float* losses, float* lse, const float* logits,

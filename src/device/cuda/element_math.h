@@ -121,9 +121,10 @@ ZT_HD float sqrt_rn(float a) {
 #endif
 }
 
-// ---- Activations (device/cpu/kernels/gelu.cc, swiglu.cc: same order) ----
+// ---- Activations (device/cpu/kernels/gelu.cc: same order; SwiGLU is in
+// layer_math.h, on the CPU's exp) ----
 // The CPU's GELU uses its vectorisable fast_tanh (absolute error about
-// 1e-7); these use tanhf / expf, so they agree to that error, not bitwise.
+// 1e-7); these use tanhf, so they agree to that error, not bitwise.
 inline constexpr float kGeluScale = 0.7978845608028654f;  // sqrt(2 / pi)
 inline constexpr float kGeluCubic = 0.044715f;
 
@@ -141,20 +142,6 @@ ZT_HD float gelu_slope(float x) {
   const float poly = add_rn(1.0f, mul_rn(mul_rn(mul_rn(3.0f, kGeluCubic), x), x));
   return add_rn(mul_rn(0.5f, add_rn(1.0f, th)),
                 mul_rn(mul_rn(mul_rn(mul_rn(0.5f, x), sech2), kGeluScale), poly));
-}
-// silu(g)·up = g / (1 + e^-g) · up.
-ZT_HD float swiglu(float gate, float up) {
-  return mul_rn(div_rn(gate, add_rn(1.0f, expf(-gate))), up);
-}
-struct SwigluGrads {
-  float dgate, dup;
-};
-// dgate = dout·up·σ·(1 + g·(1 − σ)), dup = dout·g·σ.
-ZT_HD SwigluGrads swiglu_grads(float dout, float gate, float up) {
-  const float sig = div_rn(1.0f, add_rn(1.0f, expf(-gate)));
-  const float silu = mul_rn(gate, sig);
-  const float slope = add_rn(1.0f, mul_rn(gate, sub_rn(1.0f, sig)));
-  return {mul_rn(mul_rn(mul_rn(dout, up), sig), slope), mul_rn(dout, silu)};
 }
 // y + a·x (Ops::axpy), rounded twice as the CPU loop.
 ZT_HD float axpy_element(float y, float a, float x) { return add_rn(y, mul_rn(a, x)); }

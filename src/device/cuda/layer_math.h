@@ -39,6 +39,22 @@ ZT_HD float cephes_exp(float x) {
   return underflow ? 0.0f : mul_rn(y, scale);
 }
 
+// SwiGLU (device/cpu/kernels/swiglu.cc: the same expression on the same
+// exp). silu(g)·up = g / (1 + e^-g) · up.
+ZT_HD float swiglu(float gate, float up) {
+  return mul_rn(div_rn(gate, add_rn(1.0f, cephes_exp(-gate))), up);
+}
+struct SwigluGrads {
+  float dgate, dup;
+};
+// dgate = dout·up·σ·(1 + g·(1 − σ)), dup = dout·g·σ.
+ZT_HD SwigluGrads swiglu_grads(float dout, float gate, float up) {
+  const float sig = div_rn(1.0f, add_rn(1.0f, cephes_exp(-gate)));
+  const float silu = mul_rn(gate, sig);
+  const float slope = add_rn(1.0f, mul_rn(gate, sub_rn(1.0f, sig)));
+  return {mul_rn(mul_rn(mul_rn(dout, up), sig), slope), mul_rn(dout, silu)};
+}
+
 // A running softmax denominator: s = Σ exp(x − m) over the values seen,
 // m their max (-inf and s = 0 for none). Special values end as the CPU's
 // two-pass max-then-sum ends: a NaN is skipped by the max but poisons s;

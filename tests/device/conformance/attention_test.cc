@@ -39,7 +39,8 @@ struct Shape {
 class AttentionConformance : public OpsConformance {
  protected:
   void lse_case(const Shape& s, const std::vector<int32_t>* first, uint64_t seed);
-  void bf16_case(const Shape& s, bool keep_att, uint64_t seed);
+  void bf16_case(const Shape& s, bool keep_att, uint64_t seed,
+                 const std::vector<int32_t>* first = nullptr);
 };
 
 ::testing::AssertionResult is_ok(const Status& s) {
@@ -175,21 +176,25 @@ TEST_P(AttentionConformance, KeepingLseWithSlidingWindowMatchesHost) {
 }
 
 // The bf16 forms keeping att (keep_att) or lse.
-void AttentionConformance::bf16_case(const Shape& s, bool keep_att, uint64_t seed) {
-  const std::string what = s.name() + (keep_att ? " att" : " lse");
+void AttentionConformance::bf16_case(const Shape& s, bool keep_att, uint64_t seed,
+                                     const std::vector<int32_t>* first) {
+  const std::string what = s.name() + (keep_att ? " att" : " lse") + (first ? " first" : "");
+  const int32_t* hfirst = first ? first->data() : nullptr;
+  DeviceArray<int32_t> d_first;
+  if (first) d_first = upload(*first);
   const auto qkv = to_bf16(randn(s.qkv(), seed));
   std::vector<BFloat16> out(s.out());
   std::vector<float> saved(keep_att ? s.att() : s.lse());
   float* hatt = keep_att ? saved.data() : nullptr;
   float* hlse = keep_att ? nullptr : saved.data();
   ASSERT_TRUE(is_ok(
-      host().attention_forward_bf16(out.data(), hatt, hlse, qkv.data(), s.B, s.T, s.C, s.NH)));
+      host().attention_forward_bf16(out.data(), hatt, hlse, qkv.data(), s.B, s.T, s.C, s.NH, hfirst)));
   auto dqkv_in = upload(qkv);
   auto dout = upload(to_bf16(std::vector<float>(s.out(), kNaN)));
   auto dsaved = upload(std::vector<float>(saved.size(), kNaN));
   ASSERT_TRUE(is_ok(ops().attention_forward_bf16(dout.ptr(), keep_att ? dsaved.ptr() : nullptr,
                                                  keep_att ? nullptr : dsaved.ptr(), dqkv_in.ptr(),
-                                                 s.B, s.T, s.C, s.NH)));
+                                                 s.B, s.T, s.C, s.NH, d_first.ptr())));
   expect_close(download(dout), out, kBf16Tol, "attention_forward_bf16 out " + what);
   expect_close(download(dsaved), saved, kFp32Tol,
                std::string("attention_forward_bf16 ") + (keep_att ? "att " : "lse ") + what);
@@ -198,13 +203,13 @@ void AttentionConformance::bf16_case(const Shape& s, bool keep_att, uint64_t see
   const auto dy = to_bf16(randn(s.out(), seed + 1));
   std::vector<BFloat16> grad(s.qkv());
   ASSERT_TRUE(is_ok(host().attention_backward_bf16(grad.data(), dy.data(), qkv.data(), hatt, hlse,
-                                                   s.B, s.T, s.C, s.NH)));
+                                                   s.B, s.T, s.C, s.NH, hfirst)));
   auto ddy = upload(dy);
   auto dhsaved = upload(saved);
   auto dgrad = upload(to_bf16(std::vector<float>(s.qkv(), kNaN)));
   ASSERT_TRUE(is_ok(ops().attention_backward_bf16(
       dgrad.ptr(), ddy.ptr(), dqkv_in.ptr(), keep_att ? dhsaved.ptr() : nullptr,
-      keep_att ? nullptr : dhsaved.ptr(), s.B, s.T, s.C, s.NH)));
+      keep_att ? nullptr : dhsaved.ptr(), s.B, s.T, s.C, s.NH, d_first.ptr())));
   expect_close(download(dgrad), grad, kBf16Tol, "attention_backward_bf16 dqkv " + what);
 }
 
@@ -221,6 +226,21 @@ TEST_P(AttentionConformance, Bf16KeepingLseMatchesHost) {
   for (const Shape& s : shapes()) {
     SCOPED_TRACE(s.name());
     bf16_case(s, /*keep_att=*/false, seed += 2);
+  }
+}
+
+// Packed documents and a sliding window of 24 (the lse form skips the
+// keys before a row block's earliest first key).
+TEST_P(AttentionConformance, Bf16WithPackedDocumentsAndSlidingWindowMatchesHost) {
+  uint64_t seed = 500;
+  for (const Shape& s : {Shape{2, 70, 64, 4}, Shape{1, 256, 256, 4}}) {
+    SCOPED_TRACE(s.name());
+    std::vector<int32_t> first = packed_first(s.B, s.T);
+    bf16_case(s, /*keep_att=*/false, seed += 2, &first);
+    for (int64_t i = 0; i < s.B * s.T; ++i)
+      first[i] = std::max<int32_t>(first[i], static_cast<int32_t>(i % s.T) - 23);
+    bf16_case(s, /*keep_att=*/false, seed += 2, &first);
+    bf16_case(s, /*keep_att=*/true, seed += 2, &first);
   }
 }
 

@@ -391,6 +391,32 @@ TEST_P(ElementwiseConformance, SwigluForwardAndBackward) {
   }
 }
 
+TEST_P(ElementwiseConformance, SwigluBf16ForwardAndBackward) {
+  for (size_t n : kSizes) {
+    const auto N = static_cast<int64_t>(n);
+    const auto gate = to_bf16(randn(n, n + 89, 3.0f)), up = to_bf16(randn(n, n + 97));
+    const std::vector<float> dy = randn(n, n + 101);
+    auto dgate = upload(gate), dup = upload(up);
+    auto ddy = upload(dy);
+    auto dout = alloc<BFloat16>(n), ddgate = alloc<BFloat16>(n), ddup = alloc<BFloat16>(n);
+    ASSERT_TRUE(ops().swiglu_forward_bf16(dout.ptr(), dgate.ptr(), dup.ptr(), N).ok());
+    ASSERT_TRUE(ops()
+                    .swiglu_backward_bf16(ddgate.ptr(), ddup.ptr(), ddy.ptr(), dgate.ptr(),
+                                          dup.ptr(), N)
+                    .ok());
+    std::vector<BFloat16> out(n), rgate(n), rup(n);
+    ASSERT_TRUE(host().swiglu_forward_bf16(out.data(), gate.data(), up.data(), N).ok());
+    ASSERT_TRUE(host()
+                    .swiglu_backward_bf16(rgate.data(), rup.data(), dy.data(), gate.data(),
+                                          up.data(), N)
+                    .ok());
+    const std::string sz = " n " + std::to_string(n);
+    expect_close(download(dout), out, kBf16Tol, "swiglu bf16 forward" + sz);
+    expect_close(download(ddgate), rgate, kBf16Tol, "swiglu bf16 dgate" + sz);
+    expect_close(download(ddup), rup, kBf16Tol, "swiglu bf16 dup" + sz);
+  }
+}
+
 TEST_P(ElementwiseConformance, ResidualInPlaceOrNotAndAxpy) {
   for (size_t n : kSizes) {
     const auto N = static_cast<int64_t>(n);

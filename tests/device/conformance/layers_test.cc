@@ -232,6 +232,17 @@ void LayersConformance::rmsnorm_case(int64_t rows, int64_t C) {
     expect_close(download(d_out), out, kFp32Tol, what + " out");
     if (stats) expect_close(download(d_rstd), rstd, kFp32Tol, what + " rstd");
   }
+  {  // the bf16 Llama path's form: out in bf16
+    std::vector<BFloat16> out16(N);
+    ASSERT_TRUE(is_ok(host().rmsnorm_forward_bf16(out16.data(), nullptr, inp.data(), w.data(), rows,
+                                                  C, eps)));
+    auto d_out16 = alloc<BFloat16>(N);
+    auto d_rstd = alloc<float>(rows);
+    ASSERT_TRUE(is_ok(ops().rmsnorm_forward_bf16(d_out16.ptr(), d_rstd.ptr(), d_inp.ptr(),
+                                                 d_w.ptr(), rows, C, eps)));
+    expect_close(download(d_out16), out16, kBf16Tol, what + " bf16 out");
+    expect_close(download(d_rstd), rstd, kFp32Tol, what + " bf16 rstd");
+  }
   const auto dinp0 = randn(N, 5), dw0 = randn(C, 6);
   auto dinp = dinp0, dw = dw0;
   ASSERT_TRUE(is_ok(host().rmsnorm_backward(dinp.data(), dw.data(), dout.data(), inp.data(),
@@ -303,6 +314,29 @@ void LayersConformance::rope_case(const RopeShape& s) {
   expect_close(download(d_dq), dq, kFp32Tol, what + " dq");
   expect_close(download(d_dk), dk, kFp32Tol, what + " dk");
   expect_close(download(d_dv), dv, kFp32Tol, what + " dv");
+
+  // The bf16 Llama path's forms (bf16 in, bf16 out).
+  const auto q16 = to_bf16(q), k16 = to_bf16(k), v16 = to_bf16(v), dqkv16 = to_bf16(dqkv);
+  std::vector<BFloat16> qkv16(BT * 3 * C), dq16(BT * C), dk16(BT * KC), dv16(BT * KC);
+  ASSERT_TRUE(is_ok(host().rope_pack_qkv_bf16(qkv16.data(), q16.data(), k16.data(), v16.data(),
+                                              cos.data(), sin.data(), s.B, s.T, s.NH, s.NKV, s.HD,
+                                              hp)));
+  ASSERT_TRUE(is_ok(host().rope_unpack_qkv_backward_bf16(dq16.data(), dk16.data(), dv16.data(),
+                                                         dqkv16.data(), cos.data(), sin.data(), s.B,
+                                                         s.T, s.NH, s.NKV, s.HD, hp)));
+  auto d_q16 = upload(q16), d_k16 = upload(k16), d_v16 = upload(v16), d_dqkv16 = upload(dqkv16);
+  auto d_qkv16 = alloc<BFloat16>(BT * 3 * C), d_dq16 = alloc<BFloat16>(BT * C);
+  auto d_dk16 = alloc<BFloat16>(BT * KC), d_dv16 = alloc<BFloat16>(BT * KC);
+  ASSERT_TRUE(is_ok(ops().rope_pack_qkv_bf16(d_qkv16.ptr(), d_q16.ptr(), d_k16.ptr(), d_v16.ptr(),
+                                             d_cos.ptr(), d_sin.ptr(), s.B, s.T, s.NH, s.NKV, s.HD,
+                                             dp)));
+  ASSERT_TRUE(is_ok(ops().rope_unpack_qkv_backward_bf16(d_dq16.ptr(), d_dk16.ptr(), d_dv16.ptr(),
+                                                        d_dqkv16.ptr(), d_cos.ptr(), d_sin.ptr(),
+                                                        s.B, s.T, s.NH, s.NKV, s.HD, dp)));
+  expect_close(download(d_qkv16), qkv16, kBf16Tol, what + " bf16 qkv");
+  expect_close(download(d_dq16), dq16, kBf16Tol, what + " bf16 dq");
+  expect_close(download(d_dk16), dk16, kBf16Tol, what + " bf16 dk");
+  expect_close(download(d_dv16), dv16, kBf16Tol, what + " bf16 dv");
 }
 
 TEST_P(LayersConformance, RopeMatchesHost) {

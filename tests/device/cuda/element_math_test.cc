@@ -20,6 +20,7 @@
 #include "core/half.h"
 #include "device/cpu/kernels/gelu.h"
 #include "device/cpu/kernels/swiglu.h"
+#include "device/cuda/layer_math.h"
 #include "device/cpu/optimizer_kernels.h"
 #include "device/device.h"
 
@@ -215,15 +216,24 @@ TEST(ElementMath, SwigluMatchesTheCpuKernel) {
   std::vector<float> out(g.size()), dgate(g.size()), dup(g.size());
   cpu::swiglu_forward(out.data(), g.data(), up.data(), n);
   cpu::swiglu_backward(dgate.data(), dup.data(), dout.data(), g.data(), up.data(), n);
-  // Same expression and the same libm expf on the host: a few ulps at
-  // most (the device's expf is within 2 ulps of it).
+  // Same expression on the same exp (the CPU's fast_exp, layer_math.h's
+  // cephes_exp): a few ulps at most (the CPU compiler may fuse a multiply
+  // and an add).
   for (size_t i = 0; i < g.size(); ++i) {
     const SwigluGrads gr = swiglu_grads(dout[i], g[i], up[i]);
     const auto near = [](float got, float want) {
       return std::fabs(got - want) <= 4e-7f * std::fabs(want) + 1e-30f;
     };
     ASSERT_TRUE(near(swiglu(g[i], up[i]), out[i])) << "swiglu at g = " << g[i];
-    ASSERT_TRUE(near(gr.dgate, dgate[i])) << "dgate at g = " << g[i];
+    // slope = 1 + g·(1 − σ) cancels near g ≈ −1.28, and 1 − σ for large g:
+    // a few ulps of the terms, not of the result (the CPU compiler fuses
+    // multiply-adds, so σ may differ by an ulp of 1, 2^-23, and g·(1 − σ)
+    // by |g| of that).
+    const float sig = 1.0f / (1.0f + std::exp(-g[i]));
+    const float lead = std::fabs(dout[i] * up[i] * sig);
+    const float bound = 4e-7f * (std::fabs(dgate[i]) + lead * (1.0f + std::fabs(g[i] * (1 - sig)))) +
+                        lead * std::fabs(g[i]) * 0x1p-21f;
+    ASSERT_LE(std::fabs(gr.dgate - dgate[i]), bound) << "dgate at g = " << g[i];
     ASSERT_TRUE(near(gr.dup, dup[i])) << "dup at g = " << g[i];
   }
 }

@@ -112,16 +112,6 @@ Status block_scores(float* s, const float* q, int64_t r0, int64_t rows, int64_t 
                 q + r0 * ld, q + d.C + c0 * ld, nullptr, s);
 }
 
-// The first key any query of rows r0 .. r0+rows-1 sees (0 without first):
-// a block of late-starting queries (a sliding window, a later packed
-// document) meets only keys from there, so its cost is the window's.
-int64_t block_first_key(const int32_t* first, int64_t r0, int64_t rows) {
-  if (first == nullptr) return 0;
-  int64_t lo = first[r0];
-  for (int64_t i = 1; i < rows; ++i) lo = std::min<int64_t>(lo, first[r0 + i]);
-  return lo;
-}
-
 // One head by row blocks: att = softmax_causal(scale·q·kᵀ), y = att·v.
 // att rows go to `att` ([T,T], kept) or to the reused `work` block; lse
 // ([T]) receives the per-row log-sum-exp when not null.

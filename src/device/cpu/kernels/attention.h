@@ -71,18 +71,22 @@ Status attention_backward_lse(float* dqkv,        // [B,T,3C] +=
 // att (the saved map, as attention_forward) and lse (as
 // attention_forward_lse) is non-null, else InvalidArgument. Each thread
 // keeps dense copies of a head's q, k, v (and dout, and its fp32 dq, dk,
-// dv) and its [64,T] blocks: about 20·T·hs + 12·64·T bytes.
+// dv) and its [64,T] blocks: about 20·T·hs + 12·64·T bytes. first, as
+// attention_forward_lse's (packed documents, sliding windows): with lse,
+// a row block meets only the keys from its earliest first.
 Status attention_forward_bf16(BFloat16* out,        // [B,T,C] bf16
                               float* att,           // [B,NH,T,T] or nullptr
                               float* lse,           // [B,NH,T] or nullptr
                               const BFloat16* qkv,  // [B,T,3C]
-                              int64_t B, int64_t T, int64_t C, int64_t NH);
+                              int64_t B, int64_t T, int64_t C, int64_t NH,
+                              const int32_t* first = nullptr);
 
 Status attention_backward_bf16(BFloat16* dqkv,        // [B,T,3C] bf16, overwritten
                                const BFloat16* dout,  // [B,T,C]
                                const BFloat16* qkv,   // [B,T,3C] forward input
                                const float* att,      // [B,NH,T,T] or nullptr
                                const float* lse,      // [B,NH,T] or nullptr
-                               int64_t B, int64_t T, int64_t C, int64_t NH);
+                               int64_t B, int64_t T, int64_t C, int64_t NH,
+                               const int32_t* first = nullptr);
 
 }  // namespace zerotrain::device::cpu

@@ -72,10 +72,10 @@ Status dense(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, flo
       a, b, nullptr, c);
 }
 
-// s [rows, cols] = scale · q[r0 .. r0+rows) · k[0 .. cols)ᵀ.
-Status block_scores(HeadBlocks& w, int64_t r0, int64_t rows, const HeadDims& d) {
-  return dense(false, true, rows, r0 + rows, d.hs, d.scale, 0.0f, w.q.data() + r0 * d.hs,
-               w.k.data(), w.s.data());
+// s [rows, cols - c0] = scale · q[r0 .. r0+rows) · k[c0 .. cols)ᵀ.
+Status block_scores(HeadBlocks& w, int64_t r0, int64_t rows, int64_t c0, const HeadDims& d) {
+  return dense(false, true, rows, r0 + rows - c0, d.hs, d.scale, 0.0f, w.q.data() + r0 * d.hs,
+               w.k.data() + c0 * d.hs, w.s.data());
 }
 
 // dst [rows, cols] dense = bf16(src rows, ld apart).
@@ -85,13 +85,18 @@ void round_rows(BFloat16* dst, const float* src, int64_t ld, int64_t rows, int64
 }
 
 // One head: att = softmax_causal(scale·q·kᵀ) by row blocks, kept in `att`
-// ([T,T]) or as lse ([T]); y (ld C) = bf16(bf16(att)·v).
-Status head_forward(BFloat16* y, float* att, float* lse, HeadBlocks& w, const HeadDims& d) {
+// ([T,T]) or as lse ([T]); y (ld C) = bf16(bf16(att)·v). first ([T] or
+// null): each query's first key; a block of the lse form meets keys from
+// its earliest first only (c0), so a window costs its width.
+Status head_forward(BFloat16* y, float* att, float* lse, HeadBlocks& w, const HeadDims& d,
+                    const int32_t* first) {
   const int64_t T = d.T, C = d.C, hs = d.hs;
   for (int64_t r0 = 0; r0 < T; r0 += kRowBlock) {
     const int64_t rows = std::min(kRowBlock, T - r0), cols = r0 + rows;
-    ZT_RETURN_IF_ERROR(block_scores(w, r0, rows, d));
-    causal_softmax_rows(w.s.data(), cols, r0, rows, cols, lse ? lse + r0 : nullptr);
+    const int64_t c0 = att ? 0 : block_first_key(first, r0, rows), n = cols - c0;
+    ZT_RETURN_IF_ERROR(block_scores(w, r0, rows, c0, d));
+    causal_softmax_rows(w.s.data(), n, r0, rows, cols, lse ? lse + r0 : nullptr,
+                        first ? first + r0 : nullptr, c0);
     if (att) {
       for (int64_t i = 0; i < rows; ++i) {
         float* row = att + (r0 + i) * T;
@@ -99,44 +104,47 @@ Status head_forward(BFloat16* y, float* att, float* lse, HeadBlocks& w, const He
         std::fill(row + cols, row + T, 0.0f);
       }
     }
-    round_rows(w.p16.data(), w.s.data(), cols, rows, cols);
-    ZT_RETURN_IF_ERROR(
-        dense(false, false, rows, hs, cols, 1.0f, 0.0f, w.p16.data(), w.v.data(), w.y.data()));
+    round_rows(w.p16.data(), w.s.data(), n, rows, n);
+    ZT_RETURN_IF_ERROR(dense(false, false, rows, hs, n, 1.0f, 0.0f, w.p16.data(),
+                             w.v.data() + c0 * hs, w.y.data()));
     for (int64_t i = 0; i < rows; ++i)
       bf16_from_float_array(y + (r0 + i) * C, w.y.data() + i * hs, hs);
   }
   return ok_status();
 }
 
-// One head's backward into w.dq, w.dk, w.dv ([T, hs], overwritten). The
-// row blocks run last to first: the last one meets every key, so its dk
-// and dv products set the whole blocks and the others add to them.
-Status head_backward(const float* att, const float* lse, HeadBlocks& w, const HeadDims& d) {
+// One head's backward into w.dq, w.dk, w.dv ([T, hs], overwritten): dk
+// and dv start at zero and each row block adds its keys' share (keys c0
+// .. cols-1, as in the forward).
+Status head_backward(const float* att, const float* lse, HeadBlocks& w, const HeadDims& d,
+                     const int32_t* first) {
   const int64_t T = d.T, hs = d.hs;
-  const int64_t last = (T - 1) / kRowBlock * kRowBlock;
-  for (int64_t r0 = last; r0 >= 0; r0 -= kRowBlock) {
+  std::fill(w.dk.begin(), w.dk.end(), 0.0f);
+  std::fill(w.dv.begin(), w.dv.end(), 0.0f);
+  for (int64_t r0 = 0; r0 < T; r0 += kRowBlock) {
     const int64_t rows = std::min(kRowBlock, T - r0), cols = r0 + rows;
-    const float beta = r0 == last ? 0.0f : 1.0f;
+    const int64_t c0 = att ? 0 : block_first_key(first, r0, rows), n = cols - c0;
     const BFloat16* dy = w.dy.data() + r0 * hs;
     // att rows (fp32, for softmax's backward): kept, or recomputed from lse.
     const float* a = att ? att + r0 * T : w.s.data();
-    const int64_t lda = att ? T : cols;
+    const int64_t lda = att ? T : n;
     if (!att) {
-      ZT_RETURN_IF_ERROR(block_scores(w, r0, rows, d));
-      causal_exp_rows(w.s.data(), cols, r0, rows, cols, lse + r0);
+      ZT_RETURN_IF_ERROR(block_scores(w, r0, rows, c0, d));
+      causal_exp_rows(w.s.data(), n, r0, rows, cols, lse + r0, first ? first + r0 : nullptr, c0);
     }
-    round_rows(w.p16.data(), a, lda, rows, cols);
-    // datt = dy·vᵀ; dv (+)= attᵀ·dy; dpreatt = softmax'(datt).
-    ZT_RETURN_IF_ERROR(dense(false, true, rows, cols, hs, 1.0f, 0.0f, dy, w.v.data(), w.g.data()));
+    round_rows(w.p16.data(), a, lda, rows, n);
+    // datt = dy·vᵀ; dv += attᵀ·dy; dpreatt = softmax'(datt).
     ZT_RETURN_IF_ERROR(
-        dense(true, false, cols, hs, rows, 1.0f, beta, w.p16.data(), dy, w.dv.data()));
-    causal_softmax_backward_rows(w.g.data(), cols, a, lda, r0, rows, cols);
-    round_rows(w.g16.data(), w.g.data(), cols, rows, cols);
-    // dq rows = scale·dpreatt·k; dk (+)= scale·dpreattᵀ·q.
-    ZT_RETURN_IF_ERROR(dense(false, false, rows, hs, cols, d.scale, 0.0f, w.g16.data(), w.k.data(),
-                             w.dq.data() + r0 * hs));
-    ZT_RETURN_IF_ERROR(dense(true, false, cols, hs, rows, d.scale, beta, w.g16.data(),
-                             w.q.data() + r0 * hs, w.dk.data()));
+        dense(false, true, rows, n, hs, 1.0f, 0.0f, dy, w.v.data() + c0 * hs, w.g.data()));
+    ZT_RETURN_IF_ERROR(
+        dense(true, false, n, hs, rows, 1.0f, 1.0f, w.p16.data(), dy, w.dv.data() + c0 * hs));
+    causal_softmax_backward_rows(w.g.data(), n, a, lda, r0, rows, cols, c0);
+    round_rows(w.g16.data(), w.g.data(), n, rows, n);
+    // dq rows = scale·dpreatt·k; dk += scale·dpreattᵀ·q.
+    ZT_RETURN_IF_ERROR(dense(false, false, rows, hs, n, d.scale, 0.0f, w.g16.data(),
+                             w.k.data() + c0 * hs, w.dq.data() + r0 * hs));
+    ZT_RETURN_IF_ERROR(dense(true, false, n, hs, rows, d.scale, 1.0f, w.g16.data(),
+                             w.q.data() + r0 * hs, w.dk.data() + c0 * hs));
   }
   return ok_status();
 }
@@ -149,7 +157,7 @@ void round_into_rows(BFloat16* dst, int64_t ld, const float* src, int64_t T, int
 }  // namespace
 
 Status attention_forward_bf16(BFloat16* out, float* att, float* lse, const BFloat16* qkv, int64_t B,
-                              int64_t T, int64_t C, int64_t NH) {
+                              int64_t T, int64_t C, int64_t NH, const int32_t* first) {
   ZT_ASSIGN_OR_RETURN(HeadDims d, make_head_dims(B, T, C, NH));
   if ((att == nullptr) == (lse == nullptr))
     return invalid_argument("attention_forward_bf16: exactly one of att and lse is kept");
@@ -159,13 +167,13 @@ Status attention_forward_bf16(BFloat16* out, float* att, float* lse, const BFloa
     HeadBlocks& w = head_blocks(d, /*backward=*/false);
     copy_head(w, qkv, b, h, d);
     return head_forward(out + b * T * C + h * d.hs, att ? att + bh * T * T : nullptr,
-                        lse ? lse + bh * T : nullptr, w, d);
+                        lse ? lse + bh * T : nullptr, w, d, first ? first + b * T : nullptr);
   });
 }
 
 Status attention_backward_bf16(BFloat16* dqkv, const BFloat16* dout, const BFloat16* qkv,
                                const float* att, const float* lse, int64_t B, int64_t T, int64_t C,
-                               int64_t NH) {
+                               int64_t NH, const int32_t* first) {
   ZT_ASSIGN_OR_RETURN(HeadDims d, make_head_dims(B, T, C, NH));
   if ((att == nullptr) == (lse == nullptr))
     return invalid_argument("attention_backward_bf16: exactly one of att and lse is given");
@@ -178,7 +186,8 @@ Status attention_backward_bf16(BFloat16* dqkv, const BFloat16* dout, const BFloa
       std::memcpy(w.dy.data() + t * hs, dout + (b * T + t) * C + h * hs,
                   static_cast<size_t>(hs) * sizeof(BFloat16));
     ZT_RETURN_IF_ERROR(
-        head_backward(att ? att + bh * T * T : nullptr, lse ? lse + bh * T : nullptr, w, d));
+        head_backward(att ? att + bh * T * T : nullptr, lse ? lse + bh * T : nullptr, w, d,
+                      first ? first + b * T : nullptr));
     BFloat16* dq = dqkv + b * T * 3 * C + h * hs;
     round_into_rows(dq, 3 * C, w.dq.data(), T, hs);
     round_into_rows(dq + C, 3 * C, w.dk.data(), T, hs);

@@ -27,6 +27,16 @@ inline StatusOr<HeadDims> make_head_dims(int64_t B, int64_t T, int64_t C, int64_
 // the masked triangle is skipped (about 0.6x the full GEMM work at T=256).
 constexpr int64_t kRowBlock = 64;
 
+// The first key any query of rows r0 .. r0+rows-1 sees (0 without first):
+// a block of late-starting queries (a sliding window, a later packed
+// document) meets only keys from there, so its cost is the window's.
+inline int64_t block_first_key(const int32_t* first, int64_t r0, int64_t rows) {
+  if (first == nullptr) return 0;
+  int64_t lo = first[r0];
+  for (int64_t i = 1; i < rows; ++i) lo = lo < first[r0 + i] ? lo : first[r0 + i];
+  return lo;
+}
+
 // Runs fn(bh) for every head on the OpenMP threads, each head's GEMMs
 // single-threaded: for GPT-sized heads this is ~4x faster than oneDNN's
 // own batched matmul, and a head's score rows stay in cache between its

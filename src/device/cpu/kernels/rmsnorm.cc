@@ -7,6 +7,7 @@
 #include <cmath>
 #include <vector>
 
+#include "device/cpu/convert.h"
 #include "device/cpu/kernels/vec_math.h"
 
 namespace zerotrain::device::cpu {
@@ -43,6 +44,19 @@ void rmsnorm_forward(float* out, float* rstd, const float* inp, const float* wei
 #pragma omp parallel for schedule(static)
   for (int64_t i = 0; i < rows; ++i)
     rms_row_forward(out + i * C, rstd ? rstd + i : nullptr, inp + i * C, weight, C, eps);
+}
+
+void rmsnorm_forward_bf16(BFloat16* out, float* rstd, const float* inp, const float* weight,
+                          int64_t rows, int64_t C, float eps) {
+#pragma omp parallel
+  {
+    std::vector<float> row(static_cast<size_t>(C));
+#pragma omp for schedule(static)
+    for (int64_t i = 0; i < rows; ++i) {
+      rms_row_forward(row.data(), rstd ? rstd + i : nullptr, inp + i * C, weight, C, eps);
+      bf16_from_float_array(out + i * C, row.data(), C);
+    }
+  }
 }
 
 void rmsnorm_backward(float* dinp, float* dweight, const float* dout, const float* inp,

@@ -15,6 +15,8 @@
 
 #include <cstdint>
 
+#include "core/half.h"
+
 namespace zerotrain::device::cpu {
 
 // rstd may be null (inference).
@@ -23,6 +25,11 @@ void rmsnorm_forward(float* out,           // [rows, C]
                      const float* inp,     // [rows, C]
                      const float* weight,  // [C]
                      int64_t rows, int64_t C, float eps);
+
+// The bf16 Llama path's form: out rounded once to bf16 (the next GEMM's
+// operand) from the fp32 row the form above computes; rstd as above.
+void rmsnorm_forward_bf16(BFloat16* out, float* rstd, const float* inp, const float* weight,
+                          int64_t rows, int64_t C, float eps);
 
 void rmsnorm_backward(float* dinp,          // [rows, C] +=
                       float* dweight,       // [C] +=

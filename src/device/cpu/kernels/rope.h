@@ -19,6 +19,8 @@
 
 #include <cstdint>
 
+#include "core/half.h"
+
 namespace zerotrain::device::cpu {
 
 void rope_pack_qkv(
@@ -37,5 +39,17 @@ void rope_unpack_qkv_backward(float* dq,          // [B,T,NH·HD] overwritten
                               const float* dqkv,  // [B,T,3·NH·HD]
                               const float* cos, const float* sin, int64_t B, int64_t T, int64_t NH,
                               int64_t NKV, int64_t HD, const int32_t* positions = nullptr);
+
+// The bf16 Llama path's forms: q, k, v as their GEMMs saved them (bf16),
+// the fp32 rotation above, qkv rounded once (the attention's bf16 input);
+// the backward widens dqkv and rounds dq, dk, dv once (their GEMMs'
+// bf16 operands).
+void rope_pack_qkv_bf16(BFloat16* qkv, const BFloat16* q, const BFloat16* k, const BFloat16* v,
+                        const float* cos, const float* sin, int64_t B, int64_t T, int64_t NH,
+                        int64_t NKV, int64_t HD, const int32_t* positions = nullptr);
+void rope_unpack_qkv_backward_bf16(BFloat16* dq, BFloat16* dk, BFloat16* dv,
+                                   const BFloat16* dqkv, const float* cos, const float* sin,
+                                   int64_t B, int64_t T, int64_t NH, int64_t NKV, int64_t HD,
+                                   const int32_t* positions = nullptr);
 
 }  // namespace zerotrain::device::cpu

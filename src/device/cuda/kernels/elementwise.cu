@@ -10,6 +10,7 @@
 
 #include "device/cuda/cuda_status.h"
 #include "device/cuda/element_math.h"
+#include "device/cuda/layer_math.h"
 #include "device/cuda/kernels/kernels.h"
 #include "device/cuda/launch_geometry.h"
 #include "device/op_checks.h"
@@ -185,16 +186,22 @@ __global__ void gelu_backward_bf16_kernel(uint16_t* dinp, const uint16_t* inp, c
   }
 }
 
-__global__ void swiglu_forward_kernel(float* out, const float* gate, const float* up, int64_t n) {
-  ZT_GRID_LOOP(i, n) { out[i] = swiglu(gate[i], up[i]); }
+// SwiGLU over Elem-typed gate, up and outputs (fp32, or the bf16 Llama
+// path's: widened, the fp32 formula, rounded once); dout is fp32.
+template <typename Elem>
+__global__ void swiglu_forward_kernel(typename Elem::T* out, const typename Elem::T* gate,
+                                      const typename Elem::T* up, int64_t n) {
+  ZT_GRID_LOOP(i, n) { Elem::store(out, i, swiglu(Elem::load(gate, i), Elem::load(up, i))); }
 }
 
-__global__ void swiglu_backward_kernel(float* dgate, float* dup, const float* dout,
-                                       const float* gate, const float* up, int64_t n) {
+template <typename Elem>
+__global__ void swiglu_backward_kernel(typename Elem::T* dgate, typename Elem::T* dup,
+                                       const float* dout, const typename Elem::T* gate,
+                                       const typename Elem::T* up, int64_t n) {
   ZT_GRID_LOOP(i, n) {
-    const SwigluGrads g = swiglu_grads(dout[i], gate[i], up[i]);
-    dgate[i] = g.dgate;
-    dup[i] = g.dup;
+    const SwigluGrads g = swiglu_grads(dout[i], Elem::load(gate, i), Elem::load(up, i));
+    Elem::store(dgate, i, g.dgate);
+    Elem::store(dup, i, g.dup);
   }
 }
 
@@ -350,13 +357,26 @@ Status widen_in_place(cudaStream_t stream, const void* src, size_t n, DType wire
 
 Status swiglu_forward(cudaStream_t stream, float* out, const float* gate, const float* up,
                       int64_t N) {
-  return launch_1d(stream, "swiglu_forward_kernel", N, swiglu_forward_kernel, out, gate, up);
+  return launch_1d(stream, "swiglu_forward_kernel", N, swiglu_forward_kernel<F32Elem>, out, gate,
+                   up);
 }
 
 Status swiglu_backward(cudaStream_t stream, float* dgate, float* dup, const float* dout,
                        const float* gate, const float* up, int64_t N) {
-  return launch_1d(stream, "swiglu_backward_kernel", N, swiglu_backward_kernel, dgate, dup, dout,
-                   gate, up);
+  return launch_1d(stream, "swiglu_backward_kernel", N, swiglu_backward_kernel<F32Elem>, dgate,
+                   dup, dout, gate, up);
+}
+
+Status swiglu_forward_bf16(cudaStream_t stream, BFloat16* out, const BFloat16* gate,
+                           const BFloat16* up, int64_t N) {
+  return launch_1d(stream, "swiglu_forward_kernel<bf16>", N, swiglu_forward_kernel<Bf16Elem>,
+                   bits(out), bits(gate), bits(up));
+}
+
+Status swiglu_backward_bf16(cudaStream_t stream, BFloat16* dgate, BFloat16* dup, const float* dout,
+                            const BFloat16* gate, const BFloat16* up, int64_t N) {
+  return launch_1d(stream, "swiglu_backward_kernel<bf16>", N, swiglu_backward_kernel<Bf16Elem>,
+                   bits(dgate), bits(dup), dout, bits(gate), bits(up));
 }
 
 Status gelu_forward(cudaStream_t stream, float* out, const float* inp, int64_t N) {

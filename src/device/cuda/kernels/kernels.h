@@ -46,6 +46,10 @@ Status swiglu_forward(cudaStream_t stream, float* out, const float* gate, const 
                       int64_t N);
 Status swiglu_backward(cudaStream_t stream, float* dgate, float* dup, const float* dout,
                        const float* gate, const float* up, int64_t N);
+Status swiglu_forward_bf16(cudaStream_t stream, BFloat16* out, const BFloat16* gate,
+                           const BFloat16* up, int64_t N);
+Status swiglu_backward_bf16(cudaStream_t stream, BFloat16* dgate, BFloat16* dup, const float* dout,
+                            const BFloat16* gate, const BFloat16* up, int64_t N);
 Status gelu_forward(cudaStream_t stream, float* out, const float* inp, int64_t N);
 Status gelu_backward(cudaStream_t stream, float* dinp, const float* inp, const float* dout,
                      int64_t N, bool accumulate);
@@ -83,6 +87,8 @@ Status layernorm_backward(cudaStream_t stream, float* dinp, float* dweight, floa
                           const float* mean, const float* rstd, int64_t B, int64_t T, int64_t C);
 Status rmsnorm_forward(cudaStream_t stream, float* out, float* rstd, const float* inp,
                        const float* weight, int64_t rows, int64_t C, float eps);
+Status rmsnorm_forward_bf16(cudaStream_t stream, BFloat16* out, float* rstd, const float* inp,
+                            const float* weight, int64_t rows, int64_t C, float eps);
 Status rmsnorm_backward(cudaStream_t stream, float* dinp, float* dweight, const float* dout,
                         const float* inp, const float* weight, const float* rstd, int64_t rows,
                         int64_t C);
@@ -93,6 +99,14 @@ Status rope_unpack_qkv_backward(cudaStream_t stream, float* dq, float* dk, float
                                 const float* dqkv, const float* cos, const float* sin, int64_t B,
                                 int64_t T, int64_t NH, int64_t NKV, int64_t HD,
                                 const int32_t* positions);
+Status rope_pack_qkv_bf16(cudaStream_t stream, BFloat16* qkv, const BFloat16* q,
+                          const BFloat16* k, const BFloat16* v, const float* cos, const float* sin,
+                          int64_t B, int64_t T, int64_t NH, int64_t NKV, int64_t HD,
+                          const int32_t* positions);
+Status rope_unpack_qkv_backward_bf16(cudaStream_t stream, BFloat16* dq, BFloat16* dk, BFloat16* dv,
+                                     const BFloat16* dqkv, const float* cos, const float* sin,
+                                     int64_t B, int64_t T, int64_t NH, int64_t NKV, int64_t HD,
+                                     const int32_t* positions);
 
 // ---- crossentropy.cu ----
 Status crossentropy_forward(cudaStream_t stream, float* losses, float* lse, const float* logits,
@@ -118,10 +132,11 @@ Status attention_decode(cudaStream_t stream, float* out, const float* qkv, float
                         float* v_cache, int64_t B, int64_t n, int64_t pos, int64_t Tmax, int64_t NH,
                         int64_t NKV, int64_t HD, int64_t window, const int32_t* row_first);
 Status attention_forward_bf16(cudaStream_t stream, BFloat16* out, float* att, float* lse,
-                              const BFloat16* qkv, int64_t B, int64_t T, int64_t C, int64_t NH);
+                              const BFloat16* qkv, int64_t B, int64_t T, int64_t C, int64_t NH,
+                              const int32_t* first);
 Status attention_backward_bf16(cudaStream_t stream, BFloat16* dqkv, const BFloat16* dout,
                                const BFloat16* qkv, const float* att, const float* lse, int64_t B,
-                               int64_t T, int64_t C, int64_t NH);
+                               int64_t T, int64_t C, int64_t NH, const int32_t* first);
 
 // ---- matmul.cu (helpers of the cuBLASLt GEMMs) ----
 // dbias[OC] += Σ_rows dout[rows, OC] (fp32 or bf16 dout), in a fixed order.

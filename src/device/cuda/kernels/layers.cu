@@ -123,20 +123,25 @@ RopeShape rope_shape(int64_t T, int64_t NH, int64_t NKV, int64_t HD) {
 }
 
 // Element e (< HD) of x's head rotated by the table row cs/sn (rope.cc's
-// rotate, each operation rounded as there: the CPU's bits).
-__device__ __forceinline__ float rotate_at(const float* x, const float* cs, const float* sn,
-                                           int64_t e, int64_t half) {
-  if (e < half) return sub_rn(mul_rn(x[e], cs[e]), mul_rn(x[e + half], sn[e]));
+// rotate, each operation rounded as there: the CPU's bits). x is Elem-typed
+// (fp32, or the bf16 Llama path's: widened exactly).
+template <typename Elem>
+__device__ __forceinline__ float rotate_at(const typename Elem::T* x, const float* cs,
+                                           const float* sn, int64_t e, int64_t half) {
+  if (e < half)
+    return sub_rn(mul_rn(Elem::load(x, e), cs[e]), mul_rn(Elem::load(x, e + half), sn[e]));
   const int64_t i = e - half;
-  return add_rn(mul_rn(x[e], cs[i]), mul_rn(x[i], sn[i]));
+  return add_rn(mul_rn(Elem::load(x, e), cs[i]), mul_rn(Elem::load(x, i), sn[i]));
 }
 
 // Element e of the transposed rotation (rope.cc's rotate_back_add).
-__device__ __forceinline__ float rotate_back_at(const float* d, const float* cs, const float* sn,
-                                                int64_t e, int64_t half) {
-  if (e < half) return add_rn(mul_rn(d[e], cs[e]), mul_rn(d[e + half], sn[e]));
+template <typename Elem>
+__device__ __forceinline__ float rotate_back_at(const typename Elem::T* d, const float* cs,
+                                                const float* sn, int64_t e, int64_t half) {
+  if (e < half)
+    return add_rn(mul_rn(Elem::load(d, e), cs[e]), mul_rn(Elem::load(d, e + half), sn[e]));
   const int64_t i = e - half;
-  return sub_rn(mul_rn(d[e], cs[i]), mul_rn(d[i], sn[i]));
+  return sub_rn(mul_rn(Elem::load(d, e), cs[i]), mul_rn(Elem::load(d, i), sn[i]));
 }
 
 __device__ __forceinline__ int64_t table_row(const int32_t* positions, int64_t i, int64_t T) {
@@ -144,8 +149,10 @@ __device__ __forceinline__ int64_t table_row(const int32_t* positions, int64_t i
 }
 
 // One thread per element of qkv [BT, 3C]: q rotated, k rotated and v
-// copied from kv head h / rep.
-__global__ void rope_pack_kernel(float* qkv, const float* q, const float* k, const float* v,
+// copied from kv head h / rep; every array Elem-typed, stored rounded once.
+template <typename Elem>
+__global__ void rope_pack_kernel(typename Elem::T* qkv, const typename Elem::T* q,
+                                 const typename Elem::T* k, const typename Elem::T* v,
                                  const float* cos, const float* sin, const int32_t* positions,
                                  int64_t BT, RopeShape s) {
   const int64_t width = 3 * s.C;
@@ -157,11 +164,11 @@ __global__ void rope_pack_kernel(float* qkv, const float* q, const float* k, con
     const float* sn = sin + t * s.half;
     const int64_t kv = i * s.KC + (h / s.rep) * s.HD;
     if (part == 0) {
-      qkv[idx] = rotate_at(q + i * s.C + h * s.HD, cs, sn, e, s.half);
+      Elem::store(qkv, idx, rotate_at<Elem>(q + i * s.C + h * s.HD, cs, sn, e, s.half));
     } else if (part == 1) {
-      qkv[idx] = rotate_at(k + kv, cs, sn, e, s.half);
+      Elem::store(qkv, idx, rotate_at<Elem>(k + kv, cs, sn, e, s.half));
     } else {
-      qkv[idx] = v[kv + e];
+      Elem::store(qkv, idx, Elem::load(v, kv + e));
     }
   }
 }
@@ -169,7 +176,9 @@ __global__ void rope_pack_kernel(float* qkv, const float* q, const float* k, con
 // One thread per element of dq [BT, C], dk and dv [BT, KC] (in that flat
 // order): dq un-rotated; dk and dv sum the rep query heads of their kv head
 // in head order, from 0 as rope.cc's zero-fill-then-add.
-__global__ void rope_unpack_kernel(float* dq, float* dk, float* dv, const float* dqkv,
+template <typename Elem>
+__global__ void rope_unpack_kernel(typename Elem::T* dq, typename Elem::T* dk,
+                                   typename Elem::T* dv, const typename Elem::T* dqkv,
                                    const float* cos, const float* sin, const int32_t* positions,
                                    int64_t BT, RopeShape s) {
   const int64_t width = s.C + 2 * s.KC;
@@ -178,10 +187,11 @@ __global__ void rope_unpack_kernel(float* dq, float* dk, float* dv, const float*
     const int64_t t = table_row(positions, i, s.T);
     const float* cs = cos + t * s.half;
     const float* sn = sin + t * s.half;
-    const float* d = dqkv + i * 3 * s.C;
+    const typename Elem::T* d = dqkv + i * 3 * s.C;
     if (col < s.C) {
       const int64_t h = col / s.HD, e = col % s.HD;
-      dq[i * s.C + col] = add_rn(0.0f, rotate_back_at(d + h * s.HD, cs, sn, e, s.half));
+      Elem::store(dq, i * s.C + col,
+                  add_rn(0.0f, rotate_back_at<Elem>(d + h * s.HD, cs, sn, e, s.half)));
       continue;
     }
     const bool is_k = col < s.C + s.KC;
@@ -190,10 +200,10 @@ __global__ void rope_unpack_kernel(float* dq, float* dk, float* dv, const float*
     float acc = 0.0f;
     for (int64_t r = 0; r < s.rep; ++r) {
       const int64_t head = (j * s.rep + r) * s.HD;
-      acc = add_rn(
-          acc, is_k ? rotate_back_at(d + s.C + head, cs, sn, e, s.half) : d[2 * s.C + head + e]);
+      acc = add_rn(acc, is_k ? rotate_back_at<Elem>(d + s.C + head, cs, sn, e, s.half)
+                             : Elem::load(d, 2 * s.C + head + e));
     }
-    (is_k ? dk : dv)[i * s.KC + kc] = acc;
+    Elem::store(is_k ? dk : dv, i * s.KC + kc, acc);
   }
 }
 
@@ -234,7 +244,7 @@ Status rope_pack_qkv(cudaStream_t stream, float* qkv, const float* q, const floa
                      int64_t NH, int64_t NKV, int64_t HD, const int32_t* positions) {
   const Grid g = grid_1d(B * T * 3 * NH * HD, kThreads);
   if (g.blocks == 0) return ok_status();
-  rope_pack_kernel<<<static_cast<unsigned>(g.blocks), g.threads, 0, stream>>>(
+  rope_pack_kernel<F32Elem><<<static_cast<unsigned>(g.blocks), g.threads, 0, stream>>>(
       qkv, q, k, v, cos, sin, positions, B * T, rope_shape(T, NH, NKV, HD));
   return check_launch("rope_pack_kernel");
 }
@@ -245,9 +255,35 @@ Status rope_unpack_qkv_backward(cudaStream_t stream, float* dq, float* dk, float
                                 const int32_t* positions) {
   const Grid g = grid_1d(B * T * (NH + 2 * NKV) * HD, kThreads);
   if (g.blocks == 0) return ok_status();
-  rope_unpack_kernel<<<static_cast<unsigned>(g.blocks), g.threads, 0, stream>>>(
+  rope_unpack_kernel<F32Elem><<<static_cast<unsigned>(g.blocks), g.threads, 0, stream>>>(
       dq, dk, dv, dqkv, cos, sin, positions, B * T, rope_shape(T, NH, NKV, HD));
   return check_launch("rope_unpack_kernel");
+}
+
+Status rope_pack_qkv_bf16(cudaStream_t stream, BFloat16* qkv, const BFloat16* q,
+                          const BFloat16* k, const BFloat16* v, const float* cos, const float* sin,
+                          int64_t B, int64_t T, int64_t NH, int64_t NKV, int64_t HD,
+                          const int32_t* positions) {
+  const Grid g = grid_1d(B * T * 3 * NH * HD, kThreads);
+  if (g.blocks == 0) return ok_status();
+  using U = uint16_t;
+  rope_pack_kernel<Bf16Elem><<<static_cast<unsigned>(g.blocks), g.threads, 0, stream>>>(
+      reinterpret_cast<U*>(qkv), reinterpret_cast<const U*>(q), reinterpret_cast<const U*>(k),
+      reinterpret_cast<const U*>(v), cos, sin, positions, B * T, rope_shape(T, NH, NKV, HD));
+  return check_launch("rope_pack_kernel<bf16>");
+}
+
+Status rope_unpack_qkv_backward_bf16(cudaStream_t stream, BFloat16* dq, BFloat16* dk, BFloat16* dv,
+                                     const BFloat16* dqkv, const float* cos, const float* sin,
+                                     int64_t B, int64_t T, int64_t NH, int64_t NKV, int64_t HD,
+                                     const int32_t* positions) {
+  const Grid g = grid_1d(B * T * (NH + 2 * NKV) * HD, kThreads);
+  if (g.blocks == 0) return ok_status();
+  using U = uint16_t;
+  rope_unpack_kernel<Bf16Elem><<<static_cast<unsigned>(g.blocks), g.threads, 0, stream>>>(
+      reinterpret_cast<U*>(dq), reinterpret_cast<U*>(dk), reinterpret_cast<U*>(dv),
+      reinterpret_cast<const U*>(dqkv), cos, sin, positions, B * T, rope_shape(T, NH, NKV, HD));
+  return check_launch("rope_unpack_kernel<bf16>");
 }
 
 }  // namespace zerotrain::device::cuda::kernels

@@ -64,7 +64,9 @@ __global__ void layernorm_forward_kernel(typename Elem::T* out, float* mean, flo
   if (lane == 0 && rstd) rstd[row] = s;
 }
 
-__global__ void rmsnorm_forward_kernel(float* out, float* rstd, const float* inp,
+// out in Elem (fp32, or bf16 rounded once: the bf16 Llama path's GEMM operand).
+template <typename Elem>
+__global__ void rmsnorm_forward_kernel(typename Elem::T* out, float* rstd, const float* inp,
                                        const float* weight, int64_t rows, int64_t C, float eps) {
   const int64_t row = warp_row();
   if (row >= rows) return;
@@ -73,7 +75,8 @@ __global__ void rmsnorm_forward_kernel(float* out, float* rstd, const float* inp
   float ss = 0.0f;
   for (int64_t c = lane; c < C; c += 32) ss = add_rn(ss, mul_rn(x[c], x[c]));
   const float s = div_rn(1.0f, sqrt_rn(add_rn(div_rn(warp_sum(ss), static_cast<float>(C)), eps)));
-  for (int64_t c = lane; c < C; c += 32) out[row * C + c] = mul_rn(weight[c], mul_rn(x[c], s));
+  for (int64_t c = lane; c < C; c += 32)
+    Elem::store(out, row * C + c, mul_rn(weight[c], mul_rn(x[c], s)));
   if (lane == 0 && rstd) rstd[row] = s;
 }
 
@@ -232,9 +235,17 @@ Status layernorm_backward(cudaStream_t stream, float* dinp, float* dweight, floa
 Status rmsnorm_forward(cudaStream_t stream, float* out, float* rstd, const float* inp,
                        const float* weight, int64_t rows, int64_t C, float eps) {
   if (rows <= 0) return ok_status();
-  rmsnorm_forward_kernel<<<warp_row_grid(rows), kThreads, 0, stream>>>(out, rstd, inp, weight, rows,
-                                                                       C, eps);
+  rmsnorm_forward_kernel<F32Elem>
+      <<<warp_row_grid(rows), kThreads, 0, stream>>>(out, rstd, inp, weight, rows, C, eps);
   return check_launch("rmsnorm_forward_kernel");
+}
+
+Status rmsnorm_forward_bf16(cudaStream_t stream, BFloat16* out, float* rstd, const float* inp,
+                            const float* weight, int64_t rows, int64_t C, float eps) {
+  if (rows <= 0) return ok_status();
+  rmsnorm_forward_kernel<Bf16Elem><<<warp_row_grid(rows), kThreads, 0, stream>>>(
+      reinterpret_cast<uint16_t*>(out), rstd, inp, weight, rows, C, eps);
+  return check_launch("rmsnorm_forward_kernel<bf16>");
 }
 
 Status rmsnorm_backward(cudaStream_t stream, float* dinp, float* dweight, const float* dout,

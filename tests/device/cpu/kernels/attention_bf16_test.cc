@@ -7,6 +7,7 @@
 // argument checks.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "device/cpu/kernels/ops.h"
@@ -25,9 +26,11 @@ struct Reference {
 };
 
 // Straight from the formulas, per (b, head), in double; `round` applies
-// autocast's bf16 rounding points. dqkv is the gradient of Σ g·out.
+// autocast's bf16 rounding points. dqkv is the gradient of Σ g·out. first
+// ([B,T], empty: 0): query t sees keys first[t] .. t (packed documents,
+// sliding windows).
 Reference reference(const std::vector<float>& qkv, const std::vector<float>& g, int B, int T, int C,
-                    int NH, bool round) {
+                    int NH, bool round, const std::vector<int32_t>& first = {}) {
   const int hs = C / NH;
   const double scale = 1.0f / std::sqrt(static_cast<float>(hs));  // the kernels' fp32 scale
   auto r16 = [round](double x) { return round ? bf16(x) : x; };
@@ -43,32 +46,33 @@ Reference reference(const std::vector<float>& qkv, const std::vector<float>& g, 
       };
       double* att = r.att.data() + (b * NH + h) * T * T;
       Vec p16(T * T, 0.0), dy16(T * hs), dp(T * T, 0.0);
+      auto lo = [&](int t) { return first.empty() ? 0 : first[b * T + t]; };
       for (int t = 0; t < T; ++t) {
         double mx = -1e300;
         std::vector<double> s(t + 1);
-        for (int j = 0; j <= t; ++j) {
+        for (int j = lo(t); j <= t; ++j) {
           double acc = 0;
           for (int k = 0; k < hs; ++k) acc += at(t, 0, k) * at(j, 1, k);
           s[j] = scale * acc;
           mx = std::max(mx, s[j]);
         }
         double sum = 0;
-        for (int j = 0; j <= t; ++j) sum += std::exp(s[j] - mx);
+        for (int j = lo(t); j <= t; ++j) sum += std::exp(s[j] - mx);
         r.lse[(b * NH + h) * T + t] = mx + std::log(sum);
-        for (int j = 0; j <= t; ++j) {
+        for (int j = lo(t); j <= t; ++j) {
           att[t * T + j] = std::exp(s[j] - mx) / sum;
           p16[t * T + j] = r16(att[t * T + j]);
         }
         for (int k = 0; k < hs; ++k) {
           double acc = 0;
-          for (int j = 0; j <= t; ++j) acc += p16[t * T + j] * at(j, 2, k);
+          for (int j = lo(t); j <= t; ++j) acc += p16[t * T + j] * at(j, 2, k);
           r.out[(b * T + t) * C + h * hs + k] = acc;
           dy16[t * hs + k] = r16(g[(b * T + t) * C + h * hs + k]);
         }
       }
       for (int t = 0; t < T; ++t) {
         double dot = 0;
-        for (int j = 0; j <= t; ++j) {
+        for (int j = lo(t); j <= t; ++j) {
           double acc = 0;
           for (int k = 0; k < hs; ++k) {
             acc += dy16[t * hs + k] * at(j, 2, k);
@@ -77,7 +81,7 @@ Reference reference(const std::vector<float>& qkv, const std::vector<float>& g, 
           dp[t * T + j] = acc;
           dot += att[t * T + j] * acc;
         }
-        for (int j = 0; j <= t; ++j) {
+        for (int j = lo(t); j <= t; ++j) {
           const double ds = r16(att[t * T + j] * (dp[t * T + j] - dot));
           for (int k = 0; k < hs; ++k) {
             dq(t, 0, k) += scale * ds * at(j, 1, k);
@@ -164,6 +168,54 @@ TEST(AttentionBf16, RoundsWhereAutocastRoundsWithAttAndLsePairs) {
   // to other bf16 values (measured: 36% of out, 41% of dqkv; 0-1% with).
   EXPECT_GT(count_unequal(out, unrounded.out), static_cast<int>(out.size() / 10));
   EXPECT_GT(count_unequal(d_lse, unrounded.dqkv), static_cast<int>(d_lse.size() / 10));
+}
+
+// With first keys (a sliding window of 5 in row 0; in row 1 packed
+// documents restarting at 30 and 100): the same rounding points over the
+// masked sums, for both pairs. T = 150 is three row blocks, and the lse
+// pair's later blocks start at their earliest first key (c0 > 0), so the
+// skipped keys are checked too.
+TEST(AttentionBf16, FirstKeysMaskAsTheReferenceWithAttAndLsePairs) {
+  constexpr int B = 2, T = 150, C = 8, NH = 2;
+  std::vector<int32_t> first(B * T);
+  for (int t = 0; t < T; ++t) {
+    first[t] = std::max(0, t - 4);
+    first[T + t] = t >= 100 ? 100 : t >= 30 ? 30 : 0;
+  }
+  const auto wide = random_floats(B * T * 3 * C, 23);
+  std::vector<BFloat16> bits(wide.size());
+  std::vector<float> qkv(wide.size());
+  for (size_t i = 0; i < wide.size(); ++i) {
+    bits[i] = to_bfloat16(wide[i]);
+    qkv[i] = to_float(bits[i]);
+  }
+  const auto wide_g = random_floats(B * T * C, 24);
+  std::vector<BFloat16> g16(wide_g.size());
+  std::vector<float> g(wide_g.size());
+  for (size_t i = 0; i < wide_g.size(); ++i) {
+    g16[i] = to_bfloat16(wide_g[i]);
+    g[i] = to_float(g16[i]);
+  }
+  const Reference want = reference(qkv, g, B, T, C, NH, /*round=*/true, first);
+  const Reference causal = reference(qkv, g, B, T, C, NH, /*round=*/true);
+  for (bool keep_att : {true, false}) {
+    SCOPED_TRACE(keep_att ? "att kept" : "lse kept");
+    std::vector<float> att(B * NH * T * T), lse(B * NH * T);
+    float* a = keep_att ? att.data() : nullptr;
+    float* l = keep_att ? nullptr : lse.data();
+    std::vector<BFloat16> out(B * T * C), d(B * T * 3 * C, BFloat16{0x7fc0});
+    ASSERT_TRUE(
+        attention_forward_bf16(out.data(), a, l, bits.data(), B, T, C, NH, first.data()).ok());
+    if (keep_att) EXPECT_EQ(count_off(att, want.att, 1e-5), 0);
+    if (!keep_att) EXPECT_EQ(count_off(lse, want.lse, 1e-5), 0);
+    expect_rounded_like(out, want.out, "out");
+    ASSERT_TRUE(
+        attention_backward_bf16(d.data(), g16.data(), bits.data(), a, l, B, T, C, NH, first.data())
+            .ok());
+    expect_rounded_like(d, want.dqkv, "dqkv");
+    // The mask is real: the plain causal attention differs almost everywhere.
+    EXPECT_GT(count_unequal(out, causal.out), static_cast<int>(out.size() / 2));
+  }
 }
 
 TEST(AttentionBf16, RefusesBothOrNeitherOfAttAndLse) {

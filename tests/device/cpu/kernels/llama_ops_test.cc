@@ -152,6 +152,76 @@ TEST(SwiGlu, ForwardAndBackwardMatchDoubleReference) {
   expect_gradient_near([&](const Vec& x) { return dot(dout, ref(gd, x)); }, ud, dup, "dup");
 }
 
+// The bf16 Llama path's forms are the fp32 kernels above (each checked
+// against its double reference) on the widened bf16 inputs, every output
+// rounded once to bf16: equal bit for bit, over shapes with GQA, packed
+// positions and a SwiGLU length past its 1024-element blocks.
+std::vector<BFloat16> rounded16(const std::vector<float>& v) {
+  std::vector<BFloat16> out(v.size());
+  for (size_t i = 0; i < v.size(); ++i) out[i] = to_bfloat16(v[i]);
+  return out;
+}
+std::vector<float> widened(const std::vector<BFloat16>& v) {
+  std::vector<float> out(v.size());
+  for (size_t i = 0; i < v.size(); ++i) out[i] = to_float(v[i]);
+  return out;
+}
+
+TEST(Bf16Forms, AreTheFp32KernelsOnWidenedInputsRoundedOnce) {
+  // RMSNorm: fp32 input, bf16 output, the same rstd.
+  auto x = random_floats(B * T * C, 31, 2.0f), w = random_floats(C, 32);
+  std::vector<float> n32(x.size()), rstd32(B * T), rstd16(B * T);
+  std::vector<BFloat16> n16(x.size());
+  rmsnorm_forward(n32.data(), rstd32.data(), x.data(), w.data(), B * T, C, 1e-6f);
+  rmsnorm_forward_bf16(n16.data(), rstd16.data(), x.data(), w.data(), B * T, C, 1e-6f);
+  EXPECT_EQ(n16, rounded16(n32));
+  EXPECT_EQ(rstd16, rstd32);
+
+  // RoPE (2 query heads a kv head, packed positions restarting at t = 3).
+  const int NH = 4, NKV = 2, HD = 6, Cq = NH * HD, Ck = NKV * HD, half = HD / 2;
+  const auto q16 = rounded16(random_floats(B * T * Cq, 33)),
+             k16 = rounded16(random_floats(B * T * Ck, 34)),
+             v16 = rounded16(random_floats(B * T * Ck, 35));
+  std::vector<float> cos(T * half), sin(T * half);
+  for (int i = 0; i < T * half; ++i) {
+    cos[i] = std::cos(0.3f * static_cast<float>(i));
+    sin[i] = std::sin(0.3f * static_cast<float>(i));
+  }
+  std::vector<int32_t> pos(B * T);
+  for (int i = 0; i < B * T; ++i) pos[i] = i % T < 3 ? i % T : i % T - 3;
+  std::vector<float> qkv32(B * T * 3 * Cq);
+  std::vector<BFloat16> qkv16(qkv32.size());
+  rope_pack_qkv(qkv32.data(), widened(q16).data(), widened(k16).data(), widened(v16).data(),
+                cos.data(), sin.data(), B, T, NH, NKV, HD, pos.data());
+  rope_pack_qkv_bf16(qkv16.data(), q16.data(), k16.data(), v16.data(), cos.data(), sin.data(), B, T,
+                     NH, NKV, HD, pos.data());
+  EXPECT_EQ(qkv16, rounded16(qkv32));
+  const auto dqkv16 = rounded16(random_floats(B * T * 3 * Cq, 36));
+  std::vector<float> dq(B * T * Cq), dk(B * T * Ck), dv(B * T * Ck);
+  std::vector<BFloat16> dq16(dq.size()), dk16(dk.size()), dv16(dv.size());
+  rope_unpack_qkv_backward(dq.data(), dk.data(), dv.data(), widened(dqkv16).data(), cos.data(),
+                           sin.data(), B, T, NH, NKV, HD, pos.data());
+  rope_unpack_qkv_backward_bf16(dq16.data(), dk16.data(), dv16.data(), dqkv16.data(), cos.data(),
+                                sin.data(), B, T, NH, NKV, HD, pos.data());
+  EXPECT_EQ(dq16, rounded16(dq));
+  EXPECT_EQ(dk16, rounded16(dk));
+  EXPECT_EQ(dv16, rounded16(dv));
+
+  // SwiGLU: bf16 gate and up, fp32 dout.
+  constexpr int N = 2500;
+  const auto g16 = rounded16(random_floats(N, 37, 3.0f)), u16 = rounded16(random_floats(N, 38));
+  const auto dout = random_floats(N, 39);
+  std::vector<float> act(N), dg(N), du(N);
+  std::vector<BFloat16> act16(N), dg16(N), du16(N);
+  swiglu_forward(act.data(), widened(g16).data(), widened(u16).data(), N);
+  swiglu_forward_bf16(act16.data(), g16.data(), u16.data(), N);
+  EXPECT_EQ(act16, rounded16(act));
+  swiglu_backward(dg.data(), du.data(), dout.data(), widened(g16).data(), widened(u16).data(), N);
+  swiglu_backward_bf16(dg16.data(), du16.data(), dout.data(), g16.data(), u16.data(), N);
+  EXPECT_EQ(dg16, rounded16(dg));
+  EXPECT_EQ(du16, rounded16(du));
+}
+
 TEST(Embedding, WithoutPositionsIsTheTokenRowsAndScatterAdds) {
   constexpr int V = 17;
   std::vector<int32_t> tok{3, 0, 16, 3, 5, 7, 3, 1, 9, 2};
