@@ -17,19 +17,19 @@ namespace {
 
 constexpr int B = 2, T = 16;
 
-std::unique_ptr<Module> make(const char* preset, bool checkpoint) {
+std::unique_ptr<Module> make(const char* preset, bool checkpoint, bool bf16 = false) {
   StatusOr<ModelSpec> spec = model_spec(preset);
   EXPECT_TRUE(spec.ok()) << spec.status().to_string();
-  StatusOr<std::unique_ptr<Module>> m =
-      create_module(*spec, {.max_batch = B, .max_seq = T, .checkpoint_layers = checkpoint});
+  StatusOr<std::unique_ptr<Module>> m = create_module(
+      *spec,
+      {.max_batch = B, .max_seq = T, .bf16_compute = bf16, .checkpoint_layers = checkpoint});
   EXPECT_TRUE(m.ok()) << m.status().to_string();
   return std::move(m).value();
 }
 
 class Checkpointing : public ::testing::TestWithParam<const char*> {};
 
-TEST_P(Checkpointing, LossesAndGradientsAreBitIdenticalAndEveryBlockIsRecomputed) {
-  auto plain = make(GetParam(), false), ckpt = make(GetParam(), true);
+void expect_bit_identical(std::unique_ptr<Module> plain, std::unique_ptr<Module> ckpt) {
   ASSERT_TRUE(plain && ckpt);
   ASSERT_TRUE(plain->init_parameters(5).ok());
   ASSERT_TRUE(ckpt->init_parameters(5).ok());
@@ -54,9 +54,17 @@ TEST_P(Checkpointing, LossesAndGradientsAreBitIdenticalAndEveryBlockIsRecomputed
   EXPECT_EQ(plain->recomputed_stages(), 0);
 }
 
+TEST_P(Checkpointing, LossesAndGradientsAreBitIdenticalAndEveryBlockIsRecomputed) {
+  for (bool bf16 : {false, true}) {
+    SCOPED_TRACE(bf16 ? "bf16" : "fp32");
+    expect_bit_identical(make(GetParam(), false, bf16), make(GetParam(), true, bf16));
+  }
+}
+
 // Floats a block saves besides its output, by the family's activations.h
 // (B·T = 32 keeps every array a multiple of 16 floats: no padding).
-int64_t saved_per_block(const std::string& family, const nlohmann::json& c) {
+// bf16: the Llama family's bf16 path (q, k, v, atty, gate, up in bf16).
+int64_t saved_per_block(const std::string& family, const nlohmann::json& c, bool bf16 = false) {
   const int64_t BT = B * T;
   if (family == "gpt2") {  // ln1/ln2 mean+rstd, qkv, atty, lse, res2, fch
     const int64_t C = c["n_embd"], NH = c["n_head"];
@@ -65,6 +73,7 @@ int64_t saved_per_block(const std::string& family, const nlohmann::json& c) {
   // rstd1/rstd2, q, k, v, atty, lse, res2, gate, up
   const int64_t C = c["hidden_size"], NH = c["num_attention_heads"],
                 KC = C / NH * c["num_key_value_heads"].get<int64_t>(), I = c["intermediate_size"];
+  if (bf16) return BT * (2 + 2 * C + KC + I) + B * NH * T;
   return BT * (2 + 3 * C + 2 * KC + 2 * I) + B * NH * T;
 }
 
@@ -80,6 +89,10 @@ TEST_P(Checkpointing, KeepsOneBlocksActivationsAndEveryBlocksOutput) {
       spec->config, {.max_batch = B, .max_seq = T, .checkpoint_layers = true});
   ASSERT_TRUE(reported.ok());
   EXPECT_EQ(*reported, lean);
+  if (spec->family->name == "gpt2") return;
+  auto plain16 = make(GetParam(), false, true), ckpt16 = make(GetParam(), true, true);
+  EXPECT_EQ(plain16->memory().activation_bytes - ckpt16->memory().activation_bytes,
+            (L - 1) * saved_per_block(spec->family->name, spec->config, true) * 4);
 }
 
 INSTANTIATE_TEST_SUITE_P(Families, Checkpointing,

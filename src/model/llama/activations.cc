@@ -6,9 +6,9 @@
 namespace zerotrain::model::llama {
 
 int64_t Activations::plan(const LlamaConfig& cfg, int64_t B, int64_t T, int64_t rows,
-                          bool checkpoint, float* base) {
+                          bool checkpoint, bool bf16, float* base) {
   const int64_t BT = B * T, C = cfg.hidden_size, KC = cfg.kv_dim(), I = cfg.intermediate_size,
-                NH = cfg.num_heads, Vp = cfg.padded_vocab, half = cfg.head_dim() / 2;
+                NH = cfg.num_heads, Vp = cfg.padded_vocab;
   int64_t used = 0;
   auto take = [&](int64_t n) -> float* {
     float* p = base ? base + used : nullptr;
@@ -16,6 +16,9 @@ int64_t Activations::plan(const LlamaConfig& cfg, int64_t B, int64_t T, int64_t 
     return p;
   };
   auto take_int = [&](int64_t n) { return reinterpret_cast<int32_t*>(take(n)); };
+  auto take16 = [&](int64_t n) { return reinterpret_cast<BFloat16*>(take((n + 1) / 2)); };
+  // An fp32 array only on the fp32 path (null on the bf16 path).
+  auto take32 = [&](int64_t n) { return bf16 ? nullptr : take(n); };
   encoded = take(BT * C);
   layers.resize(static_cast<size_t>(cfg.num_layers));
   for (LayerActivations& a : layers) {
@@ -25,16 +28,24 @@ int64_t Activations::plan(const LlamaConfig& cfg, int64_t B, int64_t T, int64_t 
       continue;
     }
     a.rstd1 = take(BT);
-    a.q = take(BT * C);
-    a.k = take(BT * KC);
-    a.v = take(BT * KC);
-    a.atty = take(BT * C);
+    a.q = take32(BT * C);
+    a.k = take32(BT * KC);
+    a.v = take32(BT * KC);
+    a.atty = take32(BT * C);
     a.lse = take(B * NH * T);
     a.res2 = take(BT * C);
     a.rstd2 = take(BT);
-    a.gate = take(BT * I);
-    a.up = take(BT * I);
+    a.gate = take32(BT * I);
+    a.up = take32(BT * I);
     a.res3 = take(BT * C);
+    if (bf16) {
+      a.q16 = take16(BT * C);
+      a.k16 = take16(BT * KC);
+      a.v16 = take16(BT * KC);
+      a.atty16 = take16(BT * C);
+      a.gate16 = take16(BT * I);
+      a.up16 = take16(BT * I);
+    }
   }
   lnf = take(BT * C);
   lnf_rstd = take(BT);
@@ -44,22 +55,24 @@ int64_t Activations::plan(const LlamaConfig& cfg, int64_t B, int64_t T, int64_t 
   losses = take(BT);
   tokens = take_int(BT);
   targets = take_int(BT);
-  rope_cos = take(T * half);
-  rope_sin = take(T * half);
-  ln = take(BT * C);
-  qkv = take(BT * 3 * C);
-  dqkv = take(BT * 3 * C);
-  dq = take(BT * C);
-  dk = take(BT * KC);
-  dv = take(BT * KC);
+  ln = take32(BT * C);
+  qkv = take32(BT * 3 * C);
+  dqkv = take32(BT * 3 * C);
+  dq = take32(BT * C);
+  dk = take32(BT * KC);
+  dv = take32(BT * KC);
   proj = take(BT * C);
-  act = take(BT * I);
+  act = take32(BT * I);
   dact = take(BT * I);
-  dgate = take(BT * I);
-  dup = take(BT * I);
+  dgate = take32(BT * I);
+  dup = take32(BT * I);
   dres = take(BT * C);
   dln = take(BT * C);
-  datty = take(BT * C);
+  datty = take32(BT * C);
+  if (bf16) {
+    qkv16 = take16(BT * 3 * C);
+    dqkv16 = take16(BT * 3 * C);
+  }
   return used;
 }
 

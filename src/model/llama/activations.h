@@ -9,12 +9,23 @@
 // rstd. The norms' outputs and silu(gate)·up are recomputed in the
 // backward, bit-identical to the forward's.
 //
+// The bf16 path (bf16_compute without adapters) saves the GEMM outputs the
+// next op reads in bf16 only, as autocast keeps them: q16, k16, v16 (the
+// rotation reads them rounded), atty16 (o_proj's operand), gate16 and
+// up16 (SwiGLU's inputs), and has no fp32 form of them (q .. up are null).
+// Its scratch is bf16 too: qkv16 (the rotated attention input) and dqkv16;
+// the norms, silu(gate)·up, d atty, d gate, d up and d q/k/v live in the
+// model's bf16 operand scratch (ln, qkv, dqkv, dq, dk, dv, act, dgate, dup
+// and datty are null). Per layer 2·C + 2·KC + 2·I floats of saved
+// activations fewer at each B·T row, and no rounding pass before a GEMM.
+//
 // Thread-safety: plain data, one owner.
 #pragma once
 
 #include <cstdint>
 #include <vector>
 
+#include "core/half.h"
 #include "model/llama/config.h"
 
 namespace zerotrain::model::llama {
@@ -31,6 +42,13 @@ struct LayerActivations {
   float* gate;   // [B,T,I]
   float* up;     // [B,T,I]
   float* res3;   // [B,T,C] block output
+  // The bf16 path's (see above); null on the fp32 path.
+  BFloat16* q16 = nullptr;     // [B,T,C]
+  BFloat16* k16 = nullptr;     // [B,T,KC]
+  BFloat16* v16 = nullptr;     // [B,T,KC]
+  BFloat16* atty16 = nullptr;  // [B,T,C]
+  BFloat16* gate16 = nullptr;  // [B,T,I]
+  BFloat16* up16 = nullptr;    // [B,T,I]
 };
 
 struct Activations {
@@ -43,8 +61,12 @@ struct Activations {
   float* losses;     // [B,T]
   int32_t* tokens;   // [B,T]
   int32_t* targets;  // [B,T]
-  float* rope_cos;   // [T, HD/2]
-  float* rope_sin;   // [T, HD/2]
+  // [T, HD/2] each: the model's RoPE tables, in a buffer of their own
+  // (plan() does not place them: the activation buffer may be lent out
+  // between passes, Module::lend_activation_memory, and must hold nothing
+  // that outlives a pass).
+  float* rope_cos = nullptr;
+  float* rope_sin = nullptr;
   // Scratch, reused by every layer:
   float* ln;     // [B,T,C] a norm's output (forward; recomputed in the backward)
   float* qkv;    // [B,T,3C] packed, rotated attention input
@@ -60,13 +82,16 @@ struct Activations {
   float* dres;   // [B,T,C] gradient of the residual stream
   float* dln;    // [B,T,C]
   float* datty;  // [B,T,C]
+  BFloat16* qkv16 = nullptr;   // [B,T,3C] the bf16 path's rotated attention input
+  BFloat16* dqkv16 = nullptr;  // [B,T,3C]
   int64_t head_rows = 0;
 
   // Binds the pointers into base (when not null) and returns the floats
   // needed for (B, T), every array 64-byte aligned. checkpoint: activation
-  // checkpointing, every layer's arrays but its res3 shared with layer 0's.
+  // checkpointing, every layer's arrays but its res3 shared with layer 0's;
+  // bf16: the bf16 path's arrays instead of their fp32 forms.
   int64_t plan(const LlamaConfig& cfg, int64_t B, int64_t T, int64_t head_rows, bool checkpoint,
-               float* base);
+               bool bf16, float* base);
 };
 
 // Rows of one lm-head chunk: `requested` if > 0, else about 1 Mi floats of

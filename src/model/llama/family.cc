@@ -30,7 +30,7 @@ StatusOr<int64_t> activation_bytes(const nlohmann::json& j, const ModuleOptions&
   ZT_ASSIGN_OR_RETURN(LlamaConfig c, from_json(j));
   return LlamaModel::activation_bytes(
       c, o.max_batch, o.max_seq > 0 ? o.max_seq : c.max_position_embeddings, o.full_logits,
-      o.head_rows, o.checkpoint_layers, o.bf16_compute);
+      o.head_rows, o.checkpoint_layers, o.bf16_compute, o.lora != nullptr);
 }
 
 ModelFamily make_family(std::string_view model_type) {

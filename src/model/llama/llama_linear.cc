@@ -1,8 +1,9 @@
 // LlamaModel's linear layers and lm head GEMMs: fp32, or with bf16_compute
 // as autocast runs them — weights (their bf16 view, or rounded into the
-// weight scratch) and inputs rounded to bf16, products accumulated in fp32,
-// outputs and every gradient kept in fp32. The attention, norms and SwiGLU
-// stay fp32.
+// weight scratch) and inputs in bf16, products accumulated in fp32. With
+// adapters (linear_fwd/linear_bwd) the inputs are rounded here and the
+// outputs and gradients kept fp32; the bf16 path's blocks (linear16) take
+// operands already in bf16 and may write bf16 outputs.
 #include <algorithm>
 
 #include "device/matmul_desc.h"
@@ -13,7 +14,8 @@ namespace zerotrain::model::llama {
 
 Status LlamaModel::allocate_bf16_scratch() {
   if (!bf16_compute()) return ok_status();
-  const Bf16Scratch n = bf16_scratch(cfg_, options().max_batch, options().max_seq, acts_.head_rows);
+  const Bf16Scratch n =
+      bf16_scratch(cfg_, options().max_batch, options().max_seq, acts_.head_rows, bf16_acts_);
   device::Device& d = device();
   using device::MemoryCategory;
   ZT_ASSIGN_OR_RETURN(w16_, d.allocate(static_cast<size_t>(n.weight) * 2,
@@ -26,12 +28,15 @@ Status LlamaModel::allocate_bf16_scratch() {
 }
 
 LlamaModel::Bf16Scratch LlamaModel::bf16_scratch(const LlamaConfig& cfg, int64_t B, int64_t T,
-                                                 int64_t head_rows) {
+                                                 int64_t head_rows, bool bf16_acts) {
   const int64_t C = cfg.hidden_size, I = cfg.intermediate_size, BT = B * T;
   const int64_t wide = std::max(C, I);
+  // The bf16 path's output gradients: d gate and d up side by side, and
+  // d q, d k, d v (llama_stages_bf16.cc).
+  const int64_t grads = bf16_acts ? std::max(2 * BT * I, BT * (C + 2 * cfg.kv_dim())) : 0;
   return {.weight = std::max(cfg.padded_vocab, wide) * C,
           .input = BT * wide,
-          .dout = std::max(BT * wide, head_rows * cfg.padded_vocab)};
+          .dout = std::max({BT * wide, head_rows * cfg.padded_vocab, grads})};
 }
 
 Status LlamaModel::on_bf16_views(bool all) {
@@ -39,7 +44,7 @@ Status LlamaModel::on_bf16_views(bool all) {
     w16_ = {};  // every weight has its view
   } else if (w16_.empty()) {
     ZT_ASSIGN_OR_RETURN(
-        w16_, device().allocate(static_cast<size_t>(bf16_scratch(cfg_, 1, 1, 1).weight) * 2,
+        w16_, device().allocate(static_cast<size_t>(bf16_scratch(cfg_, 1, 1, 1, false).weight) * 2,
                                 device::MemoryCategory::kActivations, "bf16 weight scratch"));
   }
   return ok_status();
@@ -74,6 +79,33 @@ Status LlamaModel::linear_bwd(float* dinp, const TensorInfo& w, const TensorInfo
   ZT_RETURN_IF_ERROR(gemm_bwd(dinp, frozen(w) ? nullptr : g(w), b && !frozen(*b) ? g(*b) : nullptr,
                               dout, inp, w, B_ * T_, C, OC, dinp_accumulate));
   return lora_backward(dinp, dout, inp, w, B_ * T_);
+}
+
+Status LlamaModel::linear16(BFloat16* out, const BFloat16* inp, const TensorInfo& w,
+                            const TensorInfo* b, int64_t C, int64_t OC) {
+  ZT_ASSIGN_OR_RETURN(const BFloat16* w16, weight_bf16(w));
+  return ops().linear_forward_bf16(out, inp, w16, b ? p(*b) : nullptr, 1, B_ * T_, C, OC);
+}
+
+Status LlamaModel::linear16(float* out, const BFloat16* inp, const TensorInfo& w,
+                            const TensorInfo* b, int64_t C, int64_t OC) {
+  ZT_ASSIGN_OR_RETURN(const BFloat16* w16, weight_bf16(w));
+  return ops().linear_forward_bf16(out, inp, w16, b ? p(*b) : nullptr, 1, B_ * T_, C, OC);
+}
+
+Status LlamaModel::linear16_bwd(float* dinp, const TensorInfo& w, const TensorInfo* b,
+                                const BFloat16* dout, const BFloat16* inp, int64_t C, int64_t OC,
+                                bool dinp_accumulate) {
+  ZT_ASSIGN_OR_RETURN(const BFloat16* w16, weight_bf16(w));
+  return ops().linear_backward_bf16(dinp, g(w), b ? g(*b) : nullptr, dout, inp, w16, 1, B_ * T_,
+                                    C, OC, dinp_accumulate);
+}
+
+Status LlamaModel::linear16_bwd(BFloat16* dinp, const TensorInfo& w, const TensorInfo* b,
+                                const BFloat16* dout, const BFloat16* inp, int64_t C, int64_t OC) {
+  ZT_ASSIGN_OR_RETURN(const BFloat16* w16, weight_bf16(w));
+  return ops().linear_backward_bf16(dinp, g(w), b ? g(*b) : nullptr, dout, inp, w16, 1, B_ * T_,
+                                    C, OC);
 }
 
 Status LlamaModel::gemm_fwd(float* out, const float* inp, const TensorInfo& w, const float* bias,

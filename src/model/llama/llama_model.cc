@@ -43,14 +43,20 @@ StatusOr<LlamaModel> LlamaModel::create(const LlamaConfig& cfg, const ModuleOpti
                             std::to_string(cfg.max_position_embeddings) + "], got " +
                             std::to_string(opts.max_seq));
   LlamaModel m(cfg, opts);
+  m.bf16_acts_ = opts.bf16_compute && opts.lora == nullptr;
   const int64_t rows =
       logits_rows(cfg, opts.max_batch, opts.max_seq, opts.full_logits, opts.head_rows);
-  const int64_t floats =
-      m.acts_.plan(cfg, opts.max_batch, opts.max_seq, rows, opts.checkpoint_layers, nullptr);
+  const int64_t floats = m.acts_.plan(cfg, opts.max_batch, opts.max_seq, rows,
+                                      opts.checkpoint_layers, m.bf16_acts_, nullptr);
   ZT_RETURN_IF_ERROR(m.allocate(floats));
-  m.acts_.plan(cfg, opts.max_batch, opts.max_seq, rows, opts.checkpoint_layers,
+  m.acts_.plan(cfg, opts.max_batch, opts.max_seq, rows, opts.checkpoint_layers, m.bf16_acts_,
                m.activation_memory());
   const RopeTables rope = rope_tables(cfg, opts.max_seq);
+  ZT_ASSIGN_OR_RETURN(m.rope_, m.device().allocate(2 * rope.cos.size() * sizeof(float),
+                                                   device::MemoryCategory::kActivations,
+                                                   "rope tables"));
+  m.acts_.rope_cos = m.rope_.as<float>();
+  m.acts_.rope_sin = m.acts_.rope_cos + rope.cos.size();
   ZT_RETURN_IF_ERROR(
       m.device().copy(m.acts_.rope_cos, rope.cos.data(), rope.cos.size() * sizeof(float)));
   ZT_RETURN_IF_ERROR(
@@ -60,13 +66,16 @@ StatusOr<LlamaModel> LlamaModel::create(const LlamaConfig& cfg, const ModuleOpti
 }
 
 int64_t LlamaModel::activation_bytes(const LlamaConfig& cfg, int64_t B, int64_t T, bool full_logits,
-                                     int64_t head_rows, bool checkpoint, bool bf16_compute) {
+                                     int64_t head_rows, bool checkpoint, bool bf16_compute,
+                                     bool adapters) {
   Activations a;
   const int64_t rows = logits_rows(cfg, B, T, full_logits, head_rows);
-  int64_t bytes =
-      a.plan(cfg, B, T, rows, checkpoint, nullptr) * static_cast<int64_t>(sizeof(float));
+  const bool bf16_acts = bf16_compute && !adapters;
+  int64_t bytes = a.plan(cfg, B, T, rows, checkpoint, bf16_acts, nullptr) *
+                  static_cast<int64_t>(sizeof(float));
+  bytes += 2 * T * (cfg.head_dim() / 2) * static_cast<int64_t>(sizeof(float));  // rope_
   if (bf16_compute) {
-    const Bf16Scratch n = bf16_scratch(cfg, B, T, rows);
+    const Bf16Scratch n = bf16_scratch(cfg, B, T, rows, bf16_acts);
     bytes += 2 * (n.weight + n.input + n.dout);
   }
   return bytes;
@@ -143,13 +152,13 @@ Status LlamaModel::begin_forward(const int32_t* tokens, const int32_t* targets, 
 Status LlamaModel::forward_stage(int s) {
   if (s == 0) return forward_embed();
   if (s == num_groups() - 1) return forward_head();
-  return forward_block(s - 1);
+  return bf16_acts_ ? forward_block_bf16(s - 1) : forward_block(s - 1);
 }
 
 Status LlamaModel::backward_stage(int s) {
   if (s == num_groups() - 1) return backward_head();
   if (s == 0) return backward_embed();
-  return backward_block(s - 1);
+  return bf16_acts_ ? backward_block_bf16(s - 1) : backward_block(s - 1);
 }
 
 StatusOr<float> LlamaModel::finish_forward() {

@@ -25,10 +25,16 @@
 //   t-W+1 .. t (within its packed document), in training at the window's
 //   cost (Module::attention_first_key) and in the KV-cache decoder.
 // == bf16_compute ==
-//   Every GEMM (the projections, the MLP, the lm head) reads bf16 operands
-//   and accumulates in fp32, as under autocast; its output, the residual
-//   stream, the attention, norms, SwiGLU and all gradients stay fp32 (more
-//   exact than autocast's bf16 outputs, and one rounding pass per GEMM).
+//   As autocast runs the model: every GEMM reads bf16 operands and
+//   accumulates in fp32; q, k, v, the attention output, gate and up are
+//   GEMM outputs kept in bf16 only (activations.h), the attention runs on
+//   them in bf16 (softmax in fp32, llama_stages_bf16.cc), the norms, RoPE
+//   and SwiGLU write their GEMM operands in bf16 directly, each rounded
+//   once from fp32 math. The residual stream, norm statistics, the logits,
+//   the lm head's and o/down projections' outputs and every parameter
+//   gradient stay fp32 (more exact than autocast's bf16 outputs).
+//   With adapters (LoRA adds into fp32 outputs) the GEMMs alone are bf16
+//   and every activation stays fp32.
 // The attention always keeps only its log-sum-exp (recompute_attention).
 //
 // Thread-safety: none; one model per thread.
@@ -71,9 +77,11 @@ class LlamaModel : public Module {
   // last chunk's rows, overwritten by their dlogits when for_backward).
   const float* logits() const { return acts_.logits; }
   // Including the bf16 operand scratch when bf16_compute.
+  // adapters: ModuleOptions.lora is set (the bf16 path keeps fp32 activations).
   static int64_t activation_bytes(const LlamaConfig& cfg, int64_t B, int64_t T,
                                   bool full_logits = false, int64_t head_rows = 0,
-                                  bool checkpoint = false, bool bf16_compute = false);
+                                  bool checkpoint = false, bool bf16_compute = false,
+                                  bool adapters = false);
 
  protected:
   Status begin_forward(const int32_t* tokens, const int32_t* targets, int64_t B, int64_t T,
@@ -83,7 +91,7 @@ class LlamaModel : public Module {
   void begin_backward(float dloss) override { dloss_ = dloss; }
   Status on_bf16_views(bool all) override;
   int64_t scratch_bytes() const override {
-    return static_cast<int64_t>(w16_.bytes() + x16_.bytes() + d16_.bytes());
+    return static_cast<int64_t>(w16_.bytes() + x16_.bytes() + d16_.bytes() + rope_.bytes());
   }
   Status backward_stage(int stage) override;
 
@@ -96,6 +104,21 @@ class LlamaModel : public Module {
   Status forward_head();
   Status backward_head();
   Status backward_block(int64_t l);
+  // The bf16 path's blocks (llama_stages_bf16.cc; bf16_acts_ only).
+  Status forward_block_bf16(int64_t l);
+  Status forward_head_bf16(int64_t chunk);  // every bf16_compute run
+  Status backward_block_bf16(int64_t l);
+  // Its linear layers on bf16 operands (bias and gradients by tensor): the
+  // output rounded to bf16, or fp32; the input gradient fp32 (overwritten
+  // or accumulated) or bf16 (overwritten).
+  Status linear16(BFloat16* out, const BFloat16* inp, const TensorInfo& w, const TensorInfo* b,
+                  int64_t C, int64_t OC);
+  Status linear16(float* out, const BFloat16* inp, const TensorInfo& w, const TensorInfo* b,
+                  int64_t C, int64_t OC);
+  Status linear16_bwd(float* dinp, const TensorInfo& w, const TensorInfo* b, const BFloat16* dout,
+                      const BFloat16* inp, int64_t C, int64_t OC, bool dinp_accumulate);
+  Status linear16_bwd(BFloat16* dinp, const TensorInfo& w, const TensorInfo* b,
+                      const BFloat16* dout, const BFloat16* inp, int64_t C, int64_t OC);
   Status backward_embed();
   // A block's linear layer over the current B·T rows (bias and gradients
   // by tensor), and the GEMMs under it and the lm head (llama_linear.cc):
@@ -112,7 +135,8 @@ class LlamaModel : public Module {
   struct Bf16Scratch {
     int64_t weight, input, dout;  // elements
   };
-  static Bf16Scratch bf16_scratch(const LlamaConfig& cfg, int64_t B, int64_t T, int64_t head_rows);
+  static Bf16Scratch bf16_scratch(const LlamaConfig& cfg, int64_t B, int64_t T, int64_t head_rows,
+                                  bool bf16_acts);
   Status allocate_bf16_scratch();
   // x rounded into scratch (n elements); weight t as bf16 (its group's bf16
   // view, or rounded into the weight scratch).
@@ -137,6 +161,7 @@ class LlamaModel : public Module {
   LlamaConfig cfg_;
   BlockSlots slots_;
   device::Buffer w16_, x16_, d16_;
+  device::Buffer rope_;  // the RoPE tables (cos, then sin), outside the lendable activations
   Activations acts_;
   std::vector<int32_t> targets_;  // [B·T] of the current pass (host)
   int64_t B_ = 0, T_ = 0, valid_targets_ = 0;
@@ -144,6 +169,7 @@ class LlamaModel : public Module {
   float dloss_ = 1.0f;
   bool for_backward_ = false;
   bool has_targets_ = false;
+  bool bf16_acts_ = false;  // bf16_compute without adapters: bf16 activations
 };
 
 }  // namespace zerotrain::model::llama

@@ -114,6 +114,7 @@ Status LlamaModel::forward_head() {
     ZT_RETURN_IF_ERROR(zero(acts_.dln, BT * C));
   }
   const int64_t chunk = has_targets_ ? acts_.head_rows : BT;
+  if (bf16_compute()) return forward_head_bf16(chunk);
   for (int64_t r0 = 0; r0 < BT; r0 += chunk) {
     const int64_t rows = std::min(chunk, BT - r0);
     const float* lnf = acts_.lnf + r0 * C;

@@ -680,7 +680,10 @@ def cmd_train(a):
         x, y = next(batches)
         t0 = time.perf_counter()
         opt.zero_grad(set_to_none=True)
-        _, loss = losses_of(forward(cfg, P, x), y)
+        # --autocast bf16: the forward under CPU autocast (the matmuls in
+        # bf16, as a PyTorch user runs mixed precision), fp32 weights.
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=a.autocast == "bf16"):
+            _, loss = losses_of(forward(cfg, P, x), y)
         loss.backward()
         opt.step()
         seconds = time.perf_counter() - t0
@@ -850,6 +853,8 @@ def parse_args(argv):
     t.add_argument("--eps", type=float, required=True)
     t.add_argument("--weight-decay", type=float, required=True)
     t.add_argument("--dtype", choices=("float32", "float64"), default="float32")
+    t.add_argument("--autocast", choices=("none", "bf16"), default="none",
+                   help="bf16: the forward under torch.autocast (CPU, bfloat16)")
     t.add_argument("--threads", type=int, default=0,
                    help="torch.set_num_threads (0: torch's default)")
     g = sub.add_parser("generate", help="greedy tokens, recomputed without a cache")
