@@ -13,6 +13,7 @@
 #include "cli/adapter_flags.h"
 #include "cli/commands.h"
 #include "model/decoder.h"
+#include "train/data/chat_format.h"
 #include "train/evaluate.h"
 #include "train/generation.h"
 #include "train/generation_config.h"
@@ -24,14 +25,41 @@ namespace {
 struct GenerateFlags {
   Quant4Flags quant4;  // evaluate a QLoRA adapter on the 4-bit base it trained over
   const CLI::App* cmd = nullptr;
-  std::string model, tokenizer, adapter;
+  std::string model, tokenizer, adapter, system, chat_format = "auto";
   std::vector<std::string> prompts, prompt_ids, stops;  // each repeatable
   int64_t max_new_tokens = 64, max_seq = 0;
   double temperature = 1.0, top_p = 1.0, repetition_penalty = 1.0;
   int64_t top_k = 0;
   uint64_t seed = 0;
-  bool greedy = false, json = false, ignore_eos = false, no_special = false;
+  bool greedy = false, json = false, ignore_eos = false, no_special = false, chat = false;
 };
+
+// --chat: each --prompt is a user turn (after --system, if given) in the
+// tokenizer's chat format with the assistant's header after it, as
+// apply_chat_template(add_generation_prompt=True); encoded without the
+// tokenizer's own specials (the format writes its bos), and the format's
+// end-of-turn token ends a reply.
+Status chat_prompts(const GenerateFlags& f, train::TextCodec& codec,
+                    std::vector<std::vector<int32_t>>* prompts, train::GenerateOptions* o) {
+  const text::Tokenizer* tok = codec.tokenizer();
+  if (tok == nullptr)
+    return invalid_argument("--chat needs a tokenizer with a chat format; " + codec.name() +
+                            " has none (give --tokenizer)");
+  ZT_ASSIGN_OR_RETURN(train::ChatFormat format, train::chat_format_for(*tok, f.chat_format));
+  for (const std::string& text : f.prompts) {
+    nlohmann::json messages = nlohmann::json::array();
+    if (!f.system.empty()) messages.push_back({{"role", "system"}, {"content", f.system}});
+    messages.push_back({{"role", "user"}, {"content", text}});
+    ZT_ASSIGN_OR_RETURN(std::string rendered,
+                        train::render_generation_prompt(format, messages, *tok));
+    ZT_ASSIGN_OR_RETURN(std::vector<int32_t> ids, codec.encode(rendered, false));
+    prompts->push_back(std::move(ids));
+  }
+  const std::optional<uint32_t> eot = train::end_of_turn(format, *tok);
+  if (eot && !f.ignore_eos && std::find(o->eos.begin(), o->eos.end(), *eot) == o->eos.end())
+    o->eos.push_back(*eot);
+  return ok_status();
+}
 
 int generate_fail(const Status& s) {
   std::cerr << "zerotrain generate: " << s.to_string() << "\n";
@@ -104,7 +132,7 @@ int run_generate_batch(const GenerateFlags& f, train::InferenceModel& m,
     if (f.json) {
       std::cout << result_json(prompts[b], g, codec).dump() << "\n";
     } else {
-      std::vector<int32_t> all = prompts[b];
+      std::vector<int32_t> all = f.chat ? std::vector<int32_t>{} : prompts[b];
       all.insert(all.end(), g.tokens.begin(), g.tokens.end());
       std::cout << codec.decode(all, true) << "\n";
     }
@@ -126,6 +154,10 @@ int run_generate(const GenerateFlags& f) {
     return generate_fail(invalid_argument(
         "give --prompt or --prompt-ids (either may be repeated for a batch), not both"));
   }
+  if (!f.chat && (f.cmd->count("--system") > 0 || f.cmd->count("--chat-format") > 0))
+    return generate_fail(invalid_argument("--system and --chat-format need --chat"));
+  if (f.chat && f.prompts.empty())
+    return generate_fail(invalid_argument("--chat takes --prompt text (the user's turn)"));
   auto q = quant4_options(f.cmd, f.quant4);
   if (!q.ok()) return generate_fail(q.status());
   auto m = train::load_inference_model(f.model, 1, 1, f.adapter, *q);
@@ -140,14 +172,6 @@ int run_generate(const GenerateFlags& f) {
     if (!p.ok()) return generate_fail(p.status());
     prompts.push_back(std::move(*p));
   }
-  for (const std::string& text : f.prompts) {
-    StatusOr<std::vector<int32_t>> p = codec->encode(text, !f.no_special);
-    if (!p.ok()) return generate_fail(p.status());
-    prompts.push_back(std::move(*p));
-  }
-  const std::vector<int32_t>* prompt = &prompts.front();
-  for (const auto& p : prompts)
-    if (p.size() > prompt->size()) prompt = &p;  // the longest sets the positions
   train::GenerateOptions o{.max_new_tokens = f.max_new_tokens,
                            .greedy = f.greedy,
                            .temperature = f.temperature,
@@ -157,6 +181,17 @@ int run_generate(const GenerateFlags& f) {
                            .repetition_penalty = f.repetition_penalty};
   if (!f.ignore_eos)
     if (auto e = codec->eos()) o.eos.push_back(*e);
+  if (f.chat) {
+    if (Status s = chat_prompts(f, *codec, &prompts, &o); !s.ok()) return generate_fail(s);
+  }
+  for (size_t i = 0; !f.chat && i < f.prompts.size(); ++i) {
+    StatusOr<std::vector<int32_t>> p = codec->encode(f.prompts[i], !f.no_special);
+    if (!p.ok()) return generate_fail(p.status());
+    prompts.push_back(std::move(*p));
+  }
+  const std::vector<int32_t>* prompt = &prompts.front();
+  for (const auto& p : prompts)
+    if (p.size() > prompt->size()) prompt = &p;  // the longest sets the positions
   auto gen_config = train::read_generation_config(m->source_dir);
   if (!gen_config.ok()) return generate_fail(gen_config.status());
   apply_generation_config(f, *gen_config, &o);
@@ -207,7 +242,8 @@ int run_generate(const GenerateFlags& f) {
       printed = fresh.size();
     }
   };
-  if (!f.json && !f.prompts.empty()) std::cout << f.prompts.front() << std::flush;
+  // The prompt's text first, as typed; a chat prints the reply alone.
+  if (!f.json && !f.prompts.empty() && !f.chat) std::cout << f.prompts.front() << std::flush;
   auto r = train::generate(**dec, *prompt, o, on_token);
   if (!r.ok()) return generate_fail(r.status());
   if (f.json) {
@@ -270,6 +306,15 @@ Runner add_generate_command(CLI::App& app) {
                   "(repeatable)")
       ->allow_extra_args(false);
   cmd->add_flag("--no-special", f->no_special, "no special tokens (e.g. <s>) before the prompt");
+  cmd->add_flag("--chat", f->chat,
+                "each --prompt is a user turn in the tokenizer's chat format, with the "
+                "assistant's header after it (apply_chat_template's add_generation_prompt); "
+                "prints the reply alone");
+  cmd->add_option("--system", f->system, "with --chat: a system message before each prompt");
+  cmd->add_option("--chat-format", f->chat_format,
+                  "with --chat: auto (by the tokenizer's special tokens), chatml, llama3, llama2 "
+                  "or plain, as `data tokenize --chat-format`")
+      ->capture_default_str();
   cmd->add_flag("--json", f->json, "print {prompt, tokens, text, timings} as JSON");
   add_quant4_flags(cmd, f->quant4);
   f->cmd = cmd;

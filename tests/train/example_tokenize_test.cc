@@ -94,6 +94,12 @@ TEST(ExampleTokenize, Llama3ChatEqualsItsOwnJinjaTemplate) {
     std::vector<uint32_t> ours = e->ids;
     ours.insert(ours.end(), prompt->begin(), prompt->end());
     EXPECT_EQ(ours, reference) << chat.dump();
+    // generate --chat renders the same prompt (messages + assistant header).
+    auto rendered = render_generation_prompt(*format, chat, tok);
+    ASSERT_TRUE(rendered.ok());
+    auto gen_ids = tok.encode(*rendered, false);
+    ASSERT_TRUE(gen_ids.ok());
+    EXPECT_EQ(*gen_ids, reference) << chat.dump();
     // Trained: each reply, trimmed as the template trims, and <|eot_id|>.
     std::vector<std::string> replies;
     for (const Json& m : chat) {
@@ -122,7 +128,8 @@ TEST(ExampleTokenize, ChatmlEqualsTheChatmlJinjaTemplate) {
               {"eos_token", "<|im_end|>"},
               {"chat_template",
                "{% for message in messages %}{{'<|im_start|>' + message['role'] + '\n' + "
-               "message['content'] + '<|im_end|>' + '\n'}}{% endfor %}"}};
+               "message['content'] + '<|im_end|>' + '\n'}}{% endfor %}"
+               "{% if add_generation_prompt %}{{'<|im_start|>assistant\n'}}{% endif %}"}};
   std::ofstream(dir + "/chats.json") << kChats.dump();
   const auto r = testing::run_process(
       {"node", std::string(ZT_SOURCE_DIR) + "/tests/train/chat_template_reference.js", kModules,
@@ -149,6 +156,30 @@ TEST(ExampleTokenize, ChatmlEqualsTheChatmlJinjaTemplate) {
     }
     EXPECT_EQ(trained_runs(tok, *e), replies);
   }
+
+  // generate --chat's prompt: a system and a user turn with the template's
+  // add_generation_prompt; its reply ends at <|im_end|>.
+  const Json prompts = Json::parse(R"([
+    [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Qu’est-ce que ZeRO ?"}],
+    [{"role": "user", "content": "2+2? 🙂"}]])");
+  std::ofstream(dir + "/prompts.json") << prompts.dump();
+  const auto g = testing::run_process(
+      {"node", std::string(ZT_SOURCE_DIR) + "/tests/train/chat_template_reference.js", kModules,
+       dir + "/tokenizer.json", dir + "/tokenizer_config.json", dir + "/prompts.json",
+       "--generation-prompt"},
+      std::chrono::seconds(120));
+  ASSERT_EQ(g.exit_code, 0) << g.err;
+  std::istringstream glines(g.out);
+  for (const Json& chat : prompts) {
+    std::string line;
+    ASSERT_TRUE(std::getline(glines, line));
+    auto rendered = render_generation_prompt(*format, chat, tok);
+    ASSERT_TRUE(rendered.ok()) << rendered.status().to_string();
+    auto ids = tok.encode(*rendered, /*add_special_tokens=*/false);
+    ASSERT_TRUE(ids.ok());
+    EXPECT_EQ(*ids, Json::parse(line).get<std::vector<uint32_t>>()) << chat.dump();
+  }
+  EXPECT_EQ(end_of_turn(*format, tok), tok.token_to_id("<|im_end|>"));
 }
 
 TEST(ExampleTokenize, PlainChatAndCompletionTrainOnlyTheAnswers) {

@@ -144,4 +144,37 @@ StatusOr<std::vector<TextPart>> render_chat(ChatFormat f, const Json& messages,
   return parts;
 }
 
+std::string eos_text(const text::Tokenizer& tok) {
+  return tok.eos_id() ? tok.id_to_token(*tok.eos_id()) : "";
+}
+
+std::string bos_text(const text::Tokenizer& tok) {
+  return tok.bos_id() ? tok.id_to_token(*tok.bos_id()) : "";
+}
+
+StatusOr<std::string> render_generation_prompt(ChatFormat f, const Json& messages,
+                                               const text::Tokenizer& tok) {
+  ZT_ASSIGN_OR_RETURN(std::vector<TextPart> parts,
+                      render_chat(f, messages, bos_text(tok), eos_text(tok)));
+  std::string text;
+  for (const TextPart& p : parts) text += p.text;
+  switch (f) {
+    case ChatFormat::kChatml:
+      return text + "<|im_start|>assistant\n";
+    case ChatFormat::kLlama3:
+      return text + "<|start_header_id|>assistant<|end_header_id|>\n\n";
+    case ChatFormat::kLlama2:
+      return text;
+    case ChatFormat::kPlain:
+      return text + "Assistant:";
+  }
+  return text;
+}
+
+std::optional<uint32_t> end_of_turn(ChatFormat f, const text::Tokenizer& tok) {
+  if (f == ChatFormat::kChatml) return tok.token_to_id("<|im_end|>");
+  if (f == ChatFormat::kLlama3) return tok.token_to_id("<|eot_id|>");
+  return tok.eos_id();
+}
+
 }  // namespace zerotrain::train

@@ -17,6 +17,7 @@
 #pragma once
 
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -44,5 +45,21 @@ const char* chat_format_name(ChatFormat f);
 // the end-of-text token's text (plain and llama2 use it).
 StatusOr<std::vector<TextPart>> render_chat(ChatFormat f, const nlohmann::json& messages,
                                             const std::string& bos, const std::string& eos);
+
+// The tokenizer's bos and eos tokens as text ("" when it has none).
+std::string bos_text(const text::Tokenizer& tok);
+std::string eos_text(const text::Tokenizer& tok);
+
+// A conversation as a generation prompt, as Hugging Face's
+// apply_chat_template(messages, add_generation_prompt=True) renders it:
+// the messages, then the assistant's header (chatml
+// "<|im_start|>assistant\n", llama3's header, plain "Assistant:"; llama2
+// ends at " [/INST]"). Encode it without the tokenizer's own specials.
+StatusOr<std::string> render_generation_prompt(ChatFormat f, const nlohmann::json& messages,
+                                               const text::Tokenizer& tok);
+
+// The token a reply of the format ends with: <|im_end|>, <|eot_id|>, else
+// the tokenizer's eos (none: nullopt).
+std::optional<uint32_t> end_of_turn(ChatFormat f, const text::Tokenizer& tok);
 
 }  // namespace zerotrain::train

@@ -27,13 +27,6 @@ size_t chunk_end(const std::string& text, size_t begin) {
   return text.size();
 }
 
-std::string eos_text(const text::Tokenizer& tok) {
-  return tok.eos_id() ? tok.id_to_token(*tok.eos_id()) : "";
-}
-std::string bos_text(const text::Tokenizer& tok) {
-  return tok.bos_id() ? tok.id_to_token(*tok.bos_id()) : "";
-}
-
 struct Examples {
   std::vector<EncodedExample> list;
   bool masked = false;  // some example trains on part of its tokens
