@@ -70,7 +70,7 @@ class LlamaModel : public Module {
   void init_base_range(uint64_t seed, int64_t begin, int64_t end, float* host) const override;
   bool checkpointable_stage(int s) const override { return s > 0 && s < num_groups() - 1; }
   StatusOr<std::unique_ptr<Decoder>> make_decoder(int64_t batch, int64_t max_seq) const override;
-  // Every precision (the attention is fp32 on the bf16 path too).
+  // Every precision (the fp32 and the bf16 attention take document starts).
   Status supports_packed_documents() const override { return ok_status(); }
 
   // [B,T,Vp] of the last forward in device memory (full_logits; else the

@@ -11,9 +11,10 @@ namespace zerotrain::device::cpu {
 namespace {
 
 // Elements a bf16 form widens at once (three 4 KiB fp32 blocks a thread).
-constexpr int64_t kBlock = 1024;
+constexpr int64_t kSwigluBlock = 1024;
 
-ZT_SIMD_CLONES void forward_block(float* out, const float* gate, const float* up, int64_t n) {
+ZT_SIMD_CLONES void swiglu_forward_block(float* out, const float* gate, const float* up,
+                                         int64_t n) {
 #pragma omp simd
   for (int64_t i = 0; i < n; ++i) {
     const float g = gate[i];
@@ -21,8 +22,8 @@ ZT_SIMD_CLONES void forward_block(float* out, const float* gate, const float* up
   }
 }
 
-ZT_SIMD_CLONES void backward_block(float* dgate, float* dup, const float* dout, const float* gate,
-                                   const float* up, int64_t n) {
+ZT_SIMD_CLONES void swiglu_backward_block(float* dgate, float* dup, const float* dout,
+                                          const float* gate, const float* up, int64_t n) {
 #pragma omp simd
   for (int64_t i = 0; i < n; ++i) {
     const float g = gate[i];
@@ -37,26 +38,27 @@ ZT_SIMD_CLONES void backward_block(float* dgate, float* dup, const float* dout, 
 
 void swiglu_forward(float* out, const float* gate, const float* up, int64_t N) {
 #pragma omp parallel for schedule(static)
-  for (int64_t i = 0; i < N; i += kBlock)
-    forward_block(out + i, gate + i, up + i, std::min(kBlock, N - i));
+  for (int64_t i = 0; i < N; i += kSwigluBlock)
+    swiglu_forward_block(out + i, gate + i, up + i, std::min(kSwigluBlock, N - i));
 }
 
 void swiglu_backward(float* dgate, float* dup, const float* dout, const float* gate,
                      const float* up, int64_t N) {
 #pragma omp parallel for schedule(static)
-  for (int64_t i = 0; i < N; i += kBlock) {
-    backward_block(dgate + i, dup + i, dout + i, gate + i, up + i, std::min(kBlock, N - i));
+  for (int64_t i = 0; i < N; i += kSwigluBlock) {
+    swiglu_backward_block(dgate + i, dup + i, dout + i, gate + i, up + i,
+                          std::min(kSwigluBlock, N - i));
   }
 }
 
 void swiglu_forward_bf16(BFloat16* out, const BFloat16* gate, const BFloat16* up, int64_t N) {
 #pragma omp parallel for schedule(static)
-  for (int64_t i = 0; i < N; i += kBlock) {
-    const int64_t n = std::min(kBlock, N - i);
-    alignas(64) float g[kBlock], u[kBlock];
+  for (int64_t i = 0; i < N; i += kSwigluBlock) {
+    const int64_t n = std::min(kSwigluBlock, N - i);
+    alignas(64) float g[kSwigluBlock], u[kSwigluBlock];
     float_from_bf16_array(g, gate + i, n);
     float_from_bf16_array(u, up + i, n);
-    forward_block(g, g, u, n);
+    swiglu_forward_block(g, g, u, n);
     bf16_from_float_array(out + i, g, n);
   }
 }
@@ -64,12 +66,12 @@ void swiglu_forward_bf16(BFloat16* out, const BFloat16* gate, const BFloat16* up
 void swiglu_backward_bf16(BFloat16* dgate, BFloat16* dup, const float* dout, const BFloat16* gate,
                           const BFloat16* up, int64_t N) {
 #pragma omp parallel for schedule(static)
-  for (int64_t i = 0; i < N; i += kBlock) {
-    const int64_t n = std::min(kBlock, N - i);
-    alignas(64) float g[kBlock], u[kBlock], dg[kBlock], du[kBlock];
+  for (int64_t i = 0; i < N; i += kSwigluBlock) {
+    const int64_t n = std::min(kSwigluBlock, N - i);
+    alignas(64) float g[kSwigluBlock], u[kSwigluBlock], dg[kSwigluBlock], du[kSwigluBlock];
     float_from_bf16_array(g, gate + i, n);
     float_from_bf16_array(u, up + i, n);
-    backward_block(dg, du, dout + i, g, u, n);
+    swiglu_backward_block(dg, du, dout + i, g, u, n);
     bf16_from_float_array(dgate + i, dg, n);
     bf16_from_float_array(dup + i, du, n);
   }
