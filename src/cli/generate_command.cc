@@ -34,6 +34,11 @@ struct GenerateFlags {
   bool greedy = false, json = false, ignore_eos = false, no_special = false, chat = false;
 };
 
+// id joins the stop tokens unless it is one already.
+void add_eos(train::GenerateOptions* o, uint32_t id) {
+  if (std::find(o->eos.begin(), o->eos.end(), id) == o->eos.end()) o->eos.push_back(id);
+}
+
 // --chat: each --prompt is a user turn (after --system, if given) in the
 // tokenizer's chat format with the assistant's header after it, as
 // apply_chat_template(add_generation_prompt=True); encoded without the
@@ -56,8 +61,7 @@ Status chat_prompts(const GenerateFlags& f, train::TextCodec& codec,
     prompts->push_back(std::move(ids));
   }
   const std::optional<uint32_t> eot = train::end_of_turn(format, *tok);
-  if (eot && !f.ignore_eos && std::find(o->eos.begin(), o->eos.end(), *eot) == o->eos.end())
-    o->eos.push_back(*eot);
+  if (eot && !f.ignore_eos) add_eos(o, *eot);
   return ok_status();
 }
 
@@ -90,8 +94,7 @@ void apply_generation_config(const GenerateFlags& f, const train::GenerationConf
                              train::GenerateOptions* o) {
   const auto given = [&](const char* flag) { return f.cmd->count(flag) > 0; };
   if (!f.ignore_eos)
-    for (uint32_t id : g.eos_ids)
-      if (std::find(o->eos.begin(), o->eos.end(), id) == o->eos.end()) o->eos.push_back(id);
+    for (uint32_t id : g.eos_ids) add_eos(o, id);
   const bool sampling_given = given("--greedy") || given("--temperature");
   if (g.do_sample && !*g.do_sample && !sampling_given) o->greedy = true;
   if (g.temperature && !sampling_given) o->temperature = *g.temperature;
