@@ -75,8 +75,9 @@ class Ops {
   virtual Status round_through(DType dtype, ConstTensor in, Tensor out) const = 0;
   // x *= factor (fp32).
   virtual Status scale(Tensor x, float factor) const = 0;
-  // Σ x² in double (fp32 x), in fixed blocks in a fixed order: the same
-  // value for any thread count. Returned to the host.
+  // Σ x² in double (x fp32, fp16 or bf16, each element widened exactly),
+  // in fixed blocks in a fixed order: the same value for any thread count,
+  // and for 16-bit x the same as for its fp32 widening. Returned to the host.
   virtual StatusOr<double> sum_squares(ConstTensor x) const = 0;
   // Narrows fp32 x (scaled by `scale` first) into wire-typed values over
   // x's own first bytes, in place (an fp32 wire only scales).

@@ -91,7 +91,10 @@ StatusOr<std::unique_ptr<Engine>> Engine::create(const config::Config& config, m
   d.set_oom_advice(
       [setup, activations, &d] { return zero::capacity_advice(setup, activations, d.capacity()); });
   ZT_ASSIGN_OR_RETURN(e->strategy_,
-                      zero::make_strategy(config, model, comm, e->optimizer_->state_count(),
+                      zero::make_strategy(config, model, comm,
+                                          {.state_count = e->optimizer_->state_count(),
+                                           .reads_16bit_gradients =
+                                               e->optimizer_->reads_16bit_gradients()},
                                           options.initial_weights));
 
   // DeepSpeed's schedulers write their initial lr at construction.
@@ -161,8 +164,9 @@ Status Engine::boundary_step() {
   times_.reduce += seconds_since(t0);
   const Tensor grads = strategy_->owned_gradients();
   // fp16 gradients pass through fp16, so a loss-scaled gradient beyond its
-  // range (65504) overflows to inf as in real fp16 and the scaler sees it.
-  if (config_.fp16.enabled)
+  // range (65504) overflows to inf as in real fp16 and the scaler sees it
+  // (an fp16 accumulator handed over as it is already has).
+  if (config_.fp16.enabled && grads.dtype == DType::kFloat32)
     ZT_RETURN_IF_ERROR(device::ops_for(grads).round_through(DType::kFloat16, grads, grads));
 
   // One pass over the gradients gives both the overflow check and the norm.

@@ -26,6 +26,7 @@ class AdamOptimizer final : public Optimizer {
     ZT_RETURN_IF_ERROR(check_state_count(name(), states, 2));
     return adam_.update({params, grads, states[0], states[1], grad_scale}, param_copy);
   }
+  bool reads_16bit_gradients() const override { return true; }
   double lr() const override { return adam_.options().lr; }
   void set_lr(double lr) override { adam_.set_lr(lr); }
   void set_betas(double beta1, double beta2) override { adam_.set_betas(beta1, beta2); }

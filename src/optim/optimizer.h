@@ -49,6 +49,9 @@ class Optimizer {
   // engine's unscaling and clipping cost no pass of their own.
   virtual Status update(Tensor params, ConstTensor grads, std::span<const Tensor> states,
                         Tensor param_copy = {}, float grad_scale = 1.0f) const = 0;
+  // Whether update() takes fp16/bf16 grads (widening each as it reads it),
+  // so a 16-bit strategy can hand over its accumulator with no fp32 copy.
+  virtual bool reads_16bit_gradients() const { return false; }
   virtual double lr() const = 0;
   virtual void set_lr(double lr) = 0;
   virtual void set_betas(double beta1, double beta2) {}  // no-op without betas

@@ -36,7 +36,8 @@ StatusOr<std::unique_ptr<ZeroStrategy>> as_strategy(StatusOr<std::unique_ptr<S>>
 
 StatusOr<std::unique_ptr<ZeroStrategy>> make_strategy(const config::Config& config,
                                                       model::Module* model,
-                                                      comm::Communicator* comm, int state_count,
+                                                      comm::Communicator* comm,
+                                                      const OptimizerNeeds& optimizer,
                                                       const InitialWeights& initial_weights) {
   const int stage = config.zero.stage;
   // Offload changes where states live; running without it while the config
@@ -51,7 +52,7 @@ StatusOr<std::unique_ptr<ZeroStrategy>> make_strategy(const config::Config& conf
         "zero_optimization.offload_optimizer: stage 0 keeps no partitioned optimizer states to "
         "offload; use stage 1, 2 or 3 (or set device to \"none\")");
   StrategyOptions o =
-      with_tensor_sized_zeros(strategy_options(config, state_count), *model, comm->world_size());
+      with_tensor_sized_zeros(strategy_options(config, optimizer), *model, comm->world_size());
   if (initial_weights && stage < 3) {
     // Every rank holds the whole model below stage 3: fill it here.
     if (model->parameters() == nullptr)

@@ -10,11 +10,12 @@ DType gradient_wire_dtype(const config::Config& config) {
   return config.communication_data_type.value_or(config.model_dtype());
 }
 
-StrategyOptions strategy_options(const config::Config& config, int state_count) {
+StrategyOptions strategy_options(const config::Config& config, const OptimizerNeeds& optimizer) {
   const config::ZeroConfig& z = config.zero;
   StrategyOptions o;
   o.dtype = config.model_dtype();
-  o.state_count = state_count;
+  o.state_count = optimizer.state_count;
+  o.optimizer_reads_16bit_gradients = optimizer.reads_16bit_gradients;
   o.allreduce_op = config.gradient_allreduce_op;
   o.prescale = config.prescale_gradients;
   o.predivide_factor = config.gradient_predivide_factor;

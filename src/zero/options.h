@@ -27,6 +27,10 @@ using InitialWeights = model::ReadFlatFn;
 struct StrategyOptions {
   DType dtype = DType::kFloat32;  // the model dtype (fp32, bf16, fp16)
   int state_count = 2;            // the optimizer's fp32 state arrays per element
+  // The optimizer reads fp16/bf16 gradients itself (Optimizer::
+  // reads_16bit_gradients): stage 0 in 16 bits then hands it the
+  // accumulator where no fp32 copy is needed for the reduction.
+  bool optimizer_reads_16bit_gradients = false;
   // Reduction (DeepSpeed's allreduce_bucket): mean or sum, prescale_gradients,
   // gradient_predivide_factor; grad_wire: communication_data_type, unset
   // meaning the model dtype (16-bit narrows each bucket in place).
@@ -59,7 +63,12 @@ struct StrategyOptions {
   InitialWeights initial_weights;
 };
 
-StrategyOptions strategy_options(const config::Config& config, int state_count);
+// What a strategy needs to know of the optimizer it serves.
+struct OptimizerNeeds {
+  int state_count = 2;                 // Optimizer::state_count()
+  bool reads_16bit_gradients = false;  // Optimizer::reads_16bit_gradients()
+};
+StrategyOptions strategy_options(const config::Config& config, const OptimizerNeeds& optimizer);
 // The wire dtype of the gradient reductions: communication_data_type, else
 // the model dtype (DeepSpeed's rule).
 DType gradient_wire_dtype(const config::Config& config);

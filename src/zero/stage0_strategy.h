@@ -14,6 +14,10 @@
 // model's idle activation memory when that holds Ψ floats
 // (lend_activation_memory), else its own buffer (buffers). The all-reduce
 // runs in the wire dtype (a 16-bit wire narrows that array in place).
+// With an optimizer that reads 16-bit gradients (Adam) there is no fp32
+// copy at one rank, nor where the wire is the model dtype and the
+// reduction unscaled (a mean or a sum; no prescale or predivide): the
+// accumulator is all-reduced in place and handed to the optimizer.
 //
 //   ZT_ASSIGN_OR_RETURN(auto s, DataParallelStrategy::create(&model, comm.get(), options));
 //
@@ -67,12 +71,16 @@ class DataParallelStrategy : public ZeroStrategy {
   DataParallelStrategy(model::Module* model, comm::Communicator* comm, const StrategyOptions& o)
       : model_(model), comm_(comm), options_(o) {}
   void install_hooks();
+  // 16-bit: the accumulator itself is reduced (in the wire dtype, when
+  // that is the model's and unscaled) and handed to an optimizer that
+  // reads 16-bit gradients; else it is widened into fp32 first.
+  bool reduces_16bit_in_place() const;
 
   model::Module* model_;
   comm::Communicator* comm_;
   StrategyOptions options_;
   Tensor params_;                          // the model's compute copy [Ψ] (fp32 only)
-  Tensor grads_;                           // the model's gradients [Ψ]; 16-bit: the step's copy
+  Tensor grads_;  // the model's gradients [Ψ]; 16-bit: the step's fp32 copy or the accumulator
   std::unique_ptr<HalfComputeCopy> half_;  // bf16/fp16: the compute copy and gradients
   // 16-bit: fp32 [Ψ], boundary step only, when the activations are too small to lend it.
   device::Buffer step_grads_;

@@ -63,7 +63,9 @@ class ZeroStrategy {
   // blocks; a partitioned stage then max-reduces the overflow flag and
   // sums the squares in fp32 over the ranks).
   StatusOr<GradientStats> gradient_stats();
-  virtual Tensor owned_gradients() = 0;  // fp32
+  // fp32; or, where the optimizer reads 16-bit gradients
+  // (StrategyOptions::optimizer_reads_16bit_gradients), the model dtype's.
+  virtual Tensor owned_gradients() = 0;
   virtual Tensor owned_master() = 0;     // fp32
   // optimizer->state_count() tensors, each owned_master()'s length.
   virtual std::span<const Tensor> optimizer_states() = 0;

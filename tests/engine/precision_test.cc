@@ -33,13 +33,14 @@ struct Rig {
   std::unique_ptr<comm::Communicator> comm;
   model::gpt2::GptModel model = make_model(B);
   std::unique_ptr<Engine> engine;
-  explicit Rig(const std::string& precision) {
+  explicit Rig(const std::string& precision,
+               const std::string& optimizer = R"({"type": "AdamW", "params": {"lr": 0.01}})") {
     auto c = comm::create_gloo_communicator(comm::CommOptions{});
     ZT_CHECK(c.ok(), c.status().to_string());
     comm = std::move(c).value();
     auto e = Engine::create(parse(R"({"train_batch_size": 2, "gradient_clipping": 1.0, )" +
-                                  precision + R"(, "optimizer": {"type": "AdamW",
-        "params": {"lr": 0.01}}, "scheduler": {"type": "WarmupLR", "params": {
+                                  precision + R"(, "optimizer": )" + optimizer +
+                                  R"(, "scheduler": {"type": "WarmupLR", "params": {
         "warmup_min_lr": 0.001, "warmup_max_lr": 0.01, "warmup_num_steps": 10,
         "warmup_type": "linear"}}})"),
                             &model, comm.get());
@@ -179,13 +180,15 @@ TEST(EnginePrecision, Bf16OverflowIsANonFiniteGradientAnywhereAndOnlyThat) {
   EXPECT_EQ(r.engine->skipped_steps(), 3);
 }
 
-// bf16 stage 0's boundary step: the fp32 copy of the 16-bit gradient sums
-// (Ψ floats, for the all-reduce and the optimizer) is placed in the model's
-// activation memory, idle after the backward, when that holds Ψ floats;
-// the values are the accumulator's either way, a forward is refused while
-// it is lent, and zero_gradients() returns it.
+// bf16 stage 0's boundary step for an optimizer that reads only fp32
+// gradients (SGD; Adam reads the accumulator itself, half_gradients_test):
+// the fp32 copy of the 16-bit gradient sums (Ψ floats, for the all-reduce
+// and the optimizer) is placed in the model's activation memory, idle
+// after the backward, when that holds Ψ floats; the values are the
+// accumulator's either way, a forward is refused while it is lent, and
+// zero_gradients() returns it.
 TEST(EnginePrecision, Bf16StageZeroPutsTheGradientCopyInIdleActivations) {
-  Rig r(R"("bf16": {"enabled": true})");
+  Rig r(R"("bf16": {"enabled": true})", R"({"type": "SGD", "params": {"lr": 0.01}})");
   const auto n = static_cast<size_t>(r.model.layout().total_numel());
   const bool fits = r.model.memory().activation_bytes >= static_cast<int64_t>(n * sizeof(float));
   EXPECT_TRUE(fits) << "micro model at B 2 x T 16: the activations hold Ψ floats";

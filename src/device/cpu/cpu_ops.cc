@@ -39,8 +39,7 @@ Status CpuOps::scale(Tensor x, float factor) const {
 }
 
 StatusOr<double> CpuOps::sum_squares(ConstTensor x) const {
-  ZT_RETURN_IF_ERROR(check_fp32("sum_squares", x));
-  return cpu::sum_squares(x.ptr<float>(), x.numel);
+  return cpu::sum_squares(x.dtype, x.data, x.numel);
 }
 
 Status CpuOps::narrow_in_place(Tensor x, float scale_by, DType wire) const {

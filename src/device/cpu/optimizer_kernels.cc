@@ -12,6 +12,7 @@
 #include "core/half.h"
 #include "device/cpu/adam_kernels.h"
 #include "device/cpu/cpu_features.h"
+#include "device/cpu/elementwise.h"
 #include "device/cpu/reduce_kernels.h"
 
 namespace zerotrain::device::cpu {
@@ -194,6 +195,28 @@ double sum_squares(const float* x, size_t n) {
   for (int64_t b = 0; b < blocks; ++b) {
     const size_t off = static_cast<size_t>(b) * kBlock;
     partial[static_cast<size_t>(b)] = k.sum_squares(x + off, std::min(kBlock, n - off));
+  }
+  double total = 0.0;
+  for (double p : partial) total += p;
+  return total;
+}
+
+double sum_squares(DType dtype, const void* x, size_t n) {
+  if (dtype == DType::kFloat32) return sum_squares(static_cast<const float*>(x), n);
+  const ReduceKernels k = reduce_kernels();
+  const int64_t blocks = block_count(n);
+  std::vector<double> partial(static_cast<size_t>(blocks));
+  const size_t width = dtype_size(dtype);
+#pragma omp parallel if (blocks > 4)
+  {
+    std::vector<float> wide(std::min(kBlock, n));  // one block's fp32 values a thread
+#pragma omp for schedule(static)
+    for (int64_t b = 0; b < blocks; ++b) {
+      const size_t off = static_cast<size_t>(b) * kBlock;
+      const size_t len = std::min(kBlock, n - off);
+      to_fp32(dtype, static_cast<const std::byte*>(x) + off * width, len, wide.data());
+      partial[static_cast<size_t>(b)] = k.sum_squares(wide.data(), len);
+    }
   }
   double total = 0.0;
   for (double p : partial) total += p;

@@ -25,6 +25,9 @@ bool has_inf_or_nan(const float* x, size_t n);
 // Σ x² in double over 32 Ki-element blocks summed in block order: the same
 // value for any thread count.
 double sum_squares(const float* x, size_t n);
+// The same over fp32/fp16/bf16 elements, each widened exactly: equal to
+// sum_squares of their fp32 values, bit for bit.
+double sum_squares(DType dtype, const void* x, size_t n);
 void scale(float* x, size_t n, float factor);
 
 }  // namespace zerotrain::device::cpu

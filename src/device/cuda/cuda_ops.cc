@@ -35,11 +35,9 @@ StatusOr<cudaStream_t> CudaOps::stream() const {
 }
 
 StatusOr<double> CudaOps::sum_squares(ConstTensor x) const {
-  if (x.dtype != DType::kFloat32)
-    return invalid_argument("sum_squares: needs fp32, got " + std::string(dtype_name(x.dtype)));
   ZT_ASSIGN_OR_RETURN(cudaStream_t s, stream());
   double result = 0;
-  ZT_RETURN_IF_ERROR(kernels::sum_squares(s, x.ptr<float>(), x.numel, &result));
+  ZT_RETURN_IF_ERROR(kernels::sum_squares(s, x.dtype, x.data, x.numel, &result));
   return result;
 }
 

@@ -237,9 +237,28 @@ TEST_P(ElementwiseConformance, SumSquaresMatchesTheCpuAndRepeatsExactly) {
     EXPECT_EQ(std::memcmp(&*first, &*second, sizeof(double)), 0)
         << "n " << n << ": " << *first << " then " << *second;
   }
-  auto h = alloc<uint16_t>(8);
-  EXPECT_EQ(ops().sum_squares(view(h, DType::kBFloat16, 8)).status().code(),
-            StatusCode::kInvalidArgument);
+}
+
+// fp16/bf16 x (a 16-bit gradient accumulator handed to the optimizer):
+// each element widened exactly, so the sum is the fp32 widening's, bit for
+// bit, on this device and on the CPU.
+TEST_P(ElementwiseConformance, SumSquaresOf16BitElementsIsTheirWideningsSum) {
+  for (size_t n : {size_t{1}, size_t{7}, size_t{32769}, (size_t{3} << 20) + 5})
+    for (DType d : {DType::kFloat16, DType::kBFloat16}) {
+      const std::string what = name_of(d) + " n " + std::to_string(n);
+      Words w = random_words(d, n, n + 23, 2.0f);
+      std::vector<float> wide(n);
+      ASSERT_TRUE(host().convert(host_view(w, d, n), Tensor(std::span<float>(wide))).ok());
+      auto dw = upload(w);
+      auto dwide = upload(wide);
+      auto got = ops().sum_squares(view(dw, d, n));
+      auto want = ops().sum_squares(dwide.buffer().tensor(DType::kFloat32, 0, n));
+      auto cpu = host().sum_squares(host_view(w, d, n));
+      ASSERT_TRUE(got.ok() && want.ok() && cpu.ok()) << what << ": " << got.status().to_string();
+      EXPECT_EQ(std::memcmp(&*got, &*want, sizeof(double)), 0) << what << ": " << *got << " vs "
+                                                               << *want;
+      EXPECT_NEAR(*got, *cpu, 1e-12 * *cpu) << what;
+    }
 }
 
 // The whole fp32 buffer afterwards: the narrowed values in its first

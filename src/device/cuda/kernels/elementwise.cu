@@ -135,14 +135,16 @@ __device__ double block_tree_sum(double* lane) {
   return total;
 }
 
-__global__ void sum_squares_partials(double* partial, const float* x, int64_t n, int64_t ranges) {
+template <typename D>
+__global__ void sum_squares_partials(double* partial, const typename D::T* x, int64_t n,
+                                     int64_t ranges) {
   __shared__ double lane[kSumThreads];
   for (int64_t r = blockIdx.x; r < ranges; r += gridDim.x) {
     const int64_t begin = r * kSumRange;
     const int64_t end = n - begin < kSumRange ? n : begin + kSumRange;
     double acc = 0.0;
     for (int64_t i = begin + threadIdx.x; i < end; i += kSumThreads) {
-      const double v = x[i];
+      const double v = D::load(x, i);  // exact widening
       acc += v * v;  // exact product: a fused multiply-add rounds the same
     }
     lane[threadIdx.x] = acc;
@@ -281,7 +283,7 @@ Status scale(cudaStream_t stream, Tensor x, float factor) {
                    static_cast<float*>(x.data), factor);
 }
 
-Status sum_squares(cudaStream_t stream, const float* x, size_t n, double* result) {
+Status sum_squares(cudaStream_t stream, DType dtype, const void* x, size_t n, double* result) {
   if (result == nullptr) return invalid_argument("sum_squares: null result");
   *result = 0.0;
   if (n == 0) return ok_status();
@@ -291,8 +293,12 @@ Status sum_squares(cudaStream_t stream, const float* x, size_t n, double* result
   ZT_RETURN_IF_ERROR(scratch.allocate(static_cast<size_t>(ranges + 1) * sizeof(double)));
   double* partial = scratch.as<double>();
   const auto blocks = static_cast<unsigned>(std::min(ranges, kMaxBlocks1d));
-  sum_squares_partials<<<blocks, kSumThreads, 0, stream>>>(partial, x, count, ranges);
-  ZT_RETURN_IF_ERROR(check_launch("sum_squares_partials"));
+  ZT_RETURN_IF_ERROR(with_elem(dtype, [&](auto e) {
+    using D = decltype(e);
+    sum_squares_partials<D><<<blocks, kSumThreads, 0, stream>>>(
+        partial, static_cast<const typename D::T*>(x), count, ranges);
+    return check_launch("sum_squares_partials");
+  }));
   sum_partials<<<1, kSumThreads, 0, stream>>>(partial + ranges, partial, ranges);
   ZT_RETURN_IF_ERROR(check_launch("sum_partials"));
   double total = 0.0;

@@ -38,7 +38,7 @@ Status round_through(cudaStream_t stream, DType dtype, ConstTensor in, Tensor ou
 Status scale(cudaStream_t stream, Tensor x, float factor);
 // Σ x² in double, in fixed blocks in a fixed order (deterministic); the
 // host waits and *result receives it.
-Status sum_squares(cudaStream_t stream, const float* x, size_t n, double* result);
+Status sum_squares(cudaStream_t stream, DType dtype, const void* x, size_t n, double* result);
 Status narrow_in_place(cudaStream_t stream, Tensor x, float scale, DType wire);
 Status widen_in_place(cudaStream_t stream, const void* src, size_t n, DType wire, float scale,
                       float* dst);
