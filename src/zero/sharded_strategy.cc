@@ -162,7 +162,8 @@ void ShardedStrategy::zero_gradients() {
     if (s.ok() && !half_accumulates()) model_->zero_gradients();
     if (s.ok()) s = grad_part16_.fill_zero();
     ZT_CHECK(s.ok(), s.to_string());
-    if (step_grads_.size() > 0 || activations_lent_) {
+    // The step's fp32 copy, or the 16-bit partition handed over as it is.
+    if (step_grads_.size() > 0 || activations_lent_ || owned_grads_.dtype != DType::kFloat32) {
       step_grads_ = PartitionArray();
       owned_grads_ = {};
     }

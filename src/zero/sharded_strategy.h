@@ -179,7 +179,9 @@ class ShardedStrategy : public ZeroStrategy {
   device::Buffer allreduce_staging_;   // 16-bit stage 1, reduce_scatter false
   std::vector<PartitionArray> owned_;  // owned partition arrays (device or host)
   BucketPipeline pipe_;
-  Tensor master_, owned_grads_;  // owned_grads_: [|own|] fp32 (the engine's)
+  // owned_grads_: [|own|] fp32 (the engine's); 16-bit stage 2 with an
+  // optimizer that reads 16-bit gradients: grad_part16_ itself.
+  Tensor master_, owned_grads_;
   bool separate_master_ = false, separate_grads_ = false;
   std::vector<Tensor> state_tensors_;
   std::vector<Range> reduce_cols_, gather_cols_;  // slot ranges

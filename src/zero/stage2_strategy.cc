@@ -93,6 +93,12 @@ Status Stage2Strategy::after_backward(bool /*boundary*/) {
 Status Stage2Strategy::reduce_gradients() {
   ZT_RETURN_IF_ERROR(finish_gathers());
   if (grad_part16_.size() == 0) return Status();  // fp32: reduced every micro-step
+  if (options_.optimizer_reads_16bit_gradients) {
+    // The optimizer widens each gradient as it reads it: no fp32 copy of
+    // the partition (nor its fresh pages every step).
+    owned_grads_ = grad_part16_.tensor();
+    return Status();
+  }
   // The fp32 view of the 16-bit sums; the backward is over, so it may live
   // in the model's idle activation memory.
   if (owned_grads_.empty() && !options_.offload_optimizer) {

@@ -6,7 +6,10 @@
 // model's full fp32 buffer is zeroed after each micro-step and only
 // stages. A bucket's N chunks lie back to back in that buffer, so its
 // reduce-scatter runs in place there (the 16-bit stages pad the buffer
-// past Ψ with zeros so the last bucket does too). See sharded_strategy.h
+// past Ψ with zeros so the last bucket does too). At the boundary an
+// optimizer that reads 16-bit gradients (Adam) is handed the 16-bit
+// accumulator itself; any other gets its fp32 widening, in the model's idle
+// activation memory when that holds it. See sharded_strategy.h
 // for what both stages share.
 //
 //   ZT_ASSIGN_OR_RETURN(auto s, Stage2Strategy::create(&model, comm, options));
