@@ -395,7 +395,13 @@ TEST(QloraModule, EqualsLoraOverTheDequantizedBaseForAnyTile) {
       const std::string what = std::string(bf16 ? "bf16" : "fp32") + " tile " + std::to_string(tile);
       EXPECT_NEAR(*loss, want, 1e-6 * want) << what;
       std::vector<double> w(want_grads.begin(), want_grads.end());
-      expect_close(gr, w, bf16 ? 1e-5 : 1e-6, what + " adapter gradients");
+      // bf16: the whole and the tiled GEMMs may run on different kernels
+      // (AMX for the whole weight, AVX-512 for a 3-row tile, where the
+      // cores have AMX) whose fp32 sums differ in order; one ulp there can
+      // flip an activation's bf16 rounding (2^-9 of it), which the
+      // gradients carry, diluted: measured 3.3e-5 of scale with AMX, 1e-6
+      // without. A wrong tile or dequantization is off by O(1).
+      expect_close(gr, w, bf16 ? 1e-4 : 1e-6, what + " adapter gradients");
     }
   }
 }
