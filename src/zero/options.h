@@ -28,8 +28,10 @@ struct StrategyOptions {
   DType dtype = DType::kFloat32;  // the model dtype (fp32, bf16, fp16)
   int state_count = 2;            // the optimizer's fp32 state arrays per element
   // The optimizer reads fp16/bf16 gradients itself (Optimizer::
-  // reads_16bit_gradients): stage 0 in 16 bits then hands it the
-  // accumulator where no fp32 copy is needed for the reduction.
+  // reads_16bit_gradients): 16-bit stages 0-2 then hand it the
+  // accumulator where no fp32 copy is needed for the reduction (stage 0 at
+  // one rank or on an unscaled wire of the model dtype, stage 1 at one
+  // rank, stage 2 always).
   bool optimizer_reads_16bit_gradients = false;
   // Reduction (DeepSpeed's allreduce_bucket): mean or sum, prescale_gradients,
   // gradient_predivide_factor; grad_wire: communication_data_type, unset

@@ -89,6 +89,11 @@ Status ShardedStrategy::reduce_column(size_t c) {
     const Range own = intersect(col, {0, own_count_});
     if (!separate_grads_ || own.count == 0) return Status();
     if (grads_.empty()) {  // 16-bit stage 1: straight into the fp32 own gradients
+      if (options_.optimizer_reads_16bit_gradients && !options_.offload_optimizer) {
+        // ... or none: the optimizer reads the [Ψ] accumulator as it is.
+        owned_grads_ = half_->gradients().tensor().slice(0, static_cast<size_t>(own_count_));
+        return Status();
+      }
       ZT_RETURN_IF_ERROR(ensure_step_gradients());
       return read_gradients(own, owned_grads_.slice(static_cast<size_t>(own.offset), own.count));
     }

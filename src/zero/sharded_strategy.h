@@ -179,8 +179,9 @@ class ShardedStrategy : public ZeroStrategy {
   device::Buffer allreduce_staging_;   // 16-bit stage 1, reduce_scatter false
   std::vector<PartitionArray> owned_;  // owned partition arrays (device or host)
   BucketPipeline pipe_;
-  // owned_grads_: [|own|] fp32 (the engine's); 16-bit stage 2 with an
-  // optimizer that reads 16-bit gradients: grad_part16_ itself.
+  // owned_grads_: [|own|] fp32 (the engine's); with an optimizer that
+  // reads 16-bit gradients, 16-bit stage 2's grad_part16_ itself and
+  // 16-bit stage 1's [Ψ] accumulator at one rank.
   Tensor master_, owned_grads_;
   bool separate_master_ = false, separate_grads_ = false;
   std::vector<Tensor> state_tensors_;

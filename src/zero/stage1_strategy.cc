@@ -28,7 +28,9 @@ StatusOr<std::unique_ptr<Stage1Strategy>> Stage1Strategy::create(model::Module* 
 
 // fp32 reduces into the model's own slice unless the optimizer's gradients
 // must be on the host (or the slice is not one range); 16-bit's optimizer
-// gradients are transient unless offloaded (ensure_step_gradients).
+// gradients are transient unless offloaded (ensure_step_gradients), or,
+// at one rank with an optimizer that reads 16-bit gradients, the [Ψ]
+// accumulator itself (reduce_column).
 Status Stage1Strategy::allocate_gradients(bool contiguous, int64_t own_offset) {
   const bool half16 = options_.dtype != DType::kFloat32;
   separate_grads_ = options_.offload_optimizer || half16 || !contiguous;

@@ -109,6 +109,22 @@ TEST(Zero, Bf16FollowsStage0Bf16) {
   }
 }
 
+// At one rank the 16-bit stages hand Adam the same bf16 sums (stage 0 and
+// stage 1 their [Ψ] accumulator, stage 2 its partition, all of Ψ), so the
+// trajectories are stage 0's bit for bit.
+TEST(Zero, Bf16OneRankStagesEqualStage0Exactly) {
+  Job base{.steps = 6, .extra = R"("bf16": {"enabled": true},)"};
+  const Result ref = reference(base);
+  for (int stage : {1, 2}) {
+    Job j = base;
+    j.stage = stage;
+    j.zero = kSmallBuckets;
+    const std::vector<Result> got = run(j);
+    EXPECT_EQ(got[0].losses, ref.losses) << "bf16 stage " << stage << " at one rank";
+    EXPECT_EQ(got[0].weights, ref.weights) << "bf16 stage " << stage << " at one rank";
+  }
+}
+
 // Payload bytes each rank sends in one step at N ranks over Ψ elements, P =
 // ceil(Ψ/N): reduce-scatter (N-1)·P·w per reduction (stage 2: one per
 // micro-step; w the wire dtype's bytes: communication_data_type, unset
