@@ -33,8 +33,10 @@ struct RankResult {
 // and reports; a successful run ends with a barrier so nobody tears down
 // while a peer still reads.
 using Op = std::function<Status(Communicator&, std::vector<float>&)>;
+// rank0_timeout (when > 0): rank 0's own timeout instead of `timeout`.
 std::vector<RankResult> run_faulty(int n, const FaultPlan& plan, milliseconds timeout, size_t count,
-                                   const Op& op, bool checksums = true) {
+                                   const Op& op, bool checksums = true,
+                                   milliseconds rank0_timeout = milliseconds(0)) {
   auto server = TcpStoreServer::start({"127.0.0.1", 0, "s"});
   EXPECT_TRUE(server.ok()) << server.status().to_string();
   std::vector<RankResult> out(n);
@@ -46,7 +48,7 @@ std::vector<RankResult> run_faulty(int n, const FaultPlan& plan, milliseconds ti
       o.world_size = n;
       o.master_port = (*server)->port();
       o.secret = "s";
-      o.timeout = timeout;
+      o.timeout = r == 0 && rank0_timeout.count() > 0 ? rank0_timeout : timeout;
       o.host_store = false;
       o.fault = plan;
       o.wire_checksums = checksums;
@@ -145,7 +147,11 @@ TEST(CommFault, DroppedMessageTimesOutTheReceiverNamingOpAndPeer) {
   plan.rank = 0;
   plan.peer = 1;
   const auto timeout = milliseconds(1500);
-  auto res = run_faulty(2, plan, timeout, 4096, allreduce);
+  // Rank 0, the dropper, then waits for rank 1's next message in vain too;
+  // with the same timeout its own could fire first under load and close
+  // the connection, so rank 1 would see a closed peer instead of its
+  // timeout. Rank 0 waits longer: rank 1's timeout comes first.
+  auto res = run_faulty(2, plan, timeout, 4096, allreduce, true, milliseconds(4000));
   const Status& st = res[1].status;
   EXPECT_EQ(st.code(), StatusCode::kTimeout) << st.to_string();
   EXPECT_TRUE(contains(st, "allreduce of 16384 bytes")) << st.to_string();
