@@ -1,5 +1,6 @@
 // Test helpers for the engine: a micro GPT, seeded token batches, configs
-// from JSON text, and element-wise relative comparison.
+// from JSON text, element-wise relative comparison, and a 16-bit stage 0's
+// gradient accumulator.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -14,6 +15,8 @@
 #include "config/config.h"
 #include "engine/engine.h"
 #include "model/gpt2/gpt_model.h"
+#include "zero/partition_array.h"
+#include "zero/stage0_strategy.h"
 
 namespace zerotrain::engine::testutil {
 
@@ -49,6 +52,14 @@ inline config::Config parse(const std::string& json, int64_t world_size = 1) {
   StatusOr<config::Config> c = config::parse_config(json, args);
   ZT_CHECK(c.ok(), c.status().to_string());
   return std::move(c).value();
+}
+
+// 16-bit precision at stage 0: the gradients live in the strategy's 16-bit
+// accumulator (half_compute.h), not in the model.
+inline zero::PartitionArray& half_accumulator(Engine& e) {
+  auto* dp = dynamic_cast<zero::DataParallelStrategy*>(&e.strategy());
+  ZT_CHECK(dp != nullptr && dp->half_compute() != nullptr, "expected a 16-bit stage 0");
+  return dp->half_compute()->gradients();
 }
 
 inline std::vector<float> copy(const float* p, int64_t n) { return std::vector<float>(p, p + n); }

@@ -20,6 +20,7 @@
 namespace zerotrain::engine {
 namespace {
 
+using testutil::half_accumulator;
 using testutil::make_model;
 using testutil::parse;
 using testutil::tokens;
@@ -32,12 +33,6 @@ std::vector<float> host(const Tensor& t) {
   const Status s = device::copy_to_host(t, v.data());
   ZT_CHECK(s.ok(), s.to_string());
   return v;
-}
-
-zero::PartitionArray& accumulator(Engine& e) {
-  auto* dp = dynamic_cast<zero::DataParallelStrategy*>(&e.strategy());
-  ZT_CHECK(dp != nullptr && dp->half_compute() != nullptr, "expected a 16-bit stage 0");
-  return dp->half_compute()->gradients();
 }
 
 std::unique_ptr<Engine> make_engine(model::gpt2::GptModel& m, comm::Communicator& c) {
@@ -71,7 +66,7 @@ void check_second_step(int world) {
     pass(2);
     const size_t n = static_cast<size_t>(m.layout().total_numel());
     std::vector<float> g(n);
-    ASSERT_TRUE(accumulator(*e).read(0, std::span<float>(g)).ok());  // exact widening
+    ASSERT_TRUE(half_accumulator(*e).read(0, std::span<float>(g)).ok());  // exact widening
     {
       const std::lock_guard<std::mutex> lock(mu);
       local[static_cast<size_t>(c.rank())] = g;
@@ -137,7 +132,7 @@ TEST(HalfGradients, OneRankHandsTheAccumulatorOverWithNoFp32Copy) {
     ASSERT_TRUE(st.reduce_gradients().ok());
     const Tensor g = st.owned_gradients();
     EXPECT_EQ(g.dtype, DType::kBFloat16);
-    EXPECT_EQ(g.data, accumulator(*e).tensor().data);
+    EXPECT_EQ(g.data, half_accumulator(*e).tensor().data);
     EXPECT_EQ(g.numel, static_cast<size_t>(m.layout().total_numel()));
     EXPECT_FALSE(m.activation_memory_lent());
     EXPECT_EQ(e->memory().model_states.buffers,

@@ -62,13 +62,7 @@ struct Rig {
     Status s = engine->step();
     ASSERT_TRUE(s.ok()) << s.to_string();
   }
-  // 16-bit precision: the compute copy and the gradients live in the
-  // strategy's 16-bit arrays (half_compute.h), not in the model.
-  zero::PartitionArray& accumulator() {
-    auto* dp = dynamic_cast<zero::DataParallelStrategy*>(&engine->strategy());
-    ZT_CHECK(dp != nullptr && dp->half_compute() != nullptr, "expected a 16-bit stage 0");
-    return dp->half_compute()->gradients();
-  }
+  zero::PartitionArray& accumulator() { return testutil::half_accumulator(*engine); }
   std::vector<float> weights() const {
     std::vector<float> w(static_cast<size_t>(model.layout().total_numel()));
     const Status s = engine->strategy().gather_full_parameters(w);
