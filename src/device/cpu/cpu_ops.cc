@@ -280,16 +280,36 @@ Status CpuOps::attention_backward(float* dqkv, const float* dout, const float* q
   return cpu::attention_backward(dqkv, dout, qkv, att, B, T, C, NH);
 }
 
-Status CpuOps::attention_decode(float* out, const float* qkv, float* k_cache, float* v_cache,
-                                int64_t B, int64_t n, int64_t pos, int64_t Tmax, int64_t NH,
-                                int64_t NKV, int64_t HD, int64_t window,
-                                const int32_t* row_first) const {
+namespace {
+
+Status check_decode(int64_t n, int64_t pos, int64_t Tmax, int64_t NH, int64_t NKV,
+                    int64_t window) {
   if (pos < 0 || n < 1 || pos + n > Tmax || NKV < 1 || NH % NKV != 0 || window < 0) {
     return invalid_argument("attention_decode: positions [" + std::to_string(pos) + ", " +
                             std::to_string(pos + n) + ") in a cache of " + std::to_string(Tmax) +
                             ", " + std::to_string(NH) + " heads over " + std::to_string(NKV) +
                             " key/value heads, window " + std::to_string(window));
   }
+  return ok_status();
+}
+
+}  // namespace
+
+Status CpuOps::attention_decode(float* out, const float* qkv, float* k_cache, float* v_cache,
+                                int64_t B, int64_t n, int64_t pos, int64_t Tmax, int64_t NH,
+                                int64_t NKV, int64_t HD, int64_t window,
+                                const int32_t* row_first) const {
+  ZT_RETURN_IF_ERROR(check_decode(n, pos, Tmax, NH, NKV, window));
+  cpu::attention_decode(out, qkv, k_cache, v_cache, B, n, pos, Tmax, NH, NKV, HD, window,
+                        row_first);
+  return ok_status();
+}
+
+Status CpuOps::attention_decode_bf16(BFloat16* out, const BFloat16* qkv, BFloat16* k_cache,
+                                     BFloat16* v_cache, int64_t B, int64_t n, int64_t pos,
+                                     int64_t Tmax, int64_t NH, int64_t NKV, int64_t HD,
+                                     int64_t window, const int32_t* row_first) const {
+  ZT_RETURN_IF_ERROR(check_decode(n, pos, Tmax, NH, NKV, window));
   cpu::attention_decode(out, qkv, k_cache, v_cache, B, n, pos, Tmax, NH, NKV, HD, window,
                         row_first);
   return ok_status();

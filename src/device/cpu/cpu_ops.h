@@ -110,6 +110,10 @@ class CpuOps : public Ops {
   Status attention_decode(float* out, const float* qkv, float* k_cache, float* v_cache, int64_t B,
                           int64_t n, int64_t pos, int64_t Tmax, int64_t NH, int64_t NKV,
                           int64_t HD, int64_t window, const int32_t* row_first) const override;
+  Status attention_decode_bf16(BFloat16* out, const BFloat16* qkv, BFloat16* k_cache,
+                               BFloat16* v_cache, int64_t B, int64_t n, int64_t pos, int64_t Tmax,
+                               int64_t NH, int64_t NKV, int64_t HD, int64_t window,
+                               const int32_t* row_first) const override;
   Status attention_forward_lse(float* out, float* lse, const float* qkv, int64_t B, int64_t T,
                                int64_t C, int64_t NH,
                                const int32_t* first = nullptr) const override;

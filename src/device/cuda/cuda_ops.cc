@@ -366,6 +366,15 @@ Status CudaOps::attention_decode(float* out, const float* qkv, float* k_cache, f
                                    window, row_first);
 }
 
+Status CudaOps::attention_decode_bf16(BFloat16* out, const BFloat16* qkv, BFloat16* k_cache,
+                                      BFloat16* v_cache, int64_t B, int64_t n, int64_t pos,
+                                      int64_t Tmax, int64_t NH, int64_t NKV, int64_t HD,
+                                      int64_t window, const int32_t* row_first) const {
+  ZT_ASSIGN_OR_RETURN(cudaStream_t s, stream());
+  return kernels::attention_decode_bf16(s, out, qkv, k_cache, v_cache, B, n, pos, Tmax, NH, NKV,
+                                        HD, window, row_first);
+}
+
 Status CudaOps::attention_forward_bf16(BFloat16* out, float* att, float* lse, const BFloat16* qkv,
                                        int64_t B, int64_t T, int64_t C, int64_t NH,
                                        const int32_t* first) const {

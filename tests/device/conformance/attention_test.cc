@@ -294,6 +294,58 @@ TEST_P(AttentionConformance, DecodeMatchesHost) {
   }
 }
 
+// The bf16 form (bf16 weights and KV cache in generation): on the host it
+// is the fp32 form over the widened inputs, rounded once, bit for bit (the
+// same fp32 sums in the same order); the device under test is within bf16
+// tolerance of it (CUDA sums in another order), and its caches hold the
+// new keys and values' bits.
+TEST_P(AttentionConformance, DecodeBf16IsTheFp32FormRounded) {
+  uint64_t seed = 900;
+  const DecodeShape cases[] = {
+      {2, 1, 11, 16, 4, 4, 16},         // one token after a prompt
+      {2, 3, 5, 16, 4, 2, 16},          // several new tokens, GQA
+      {2, 4, 9, 16, 4, 1, 40},          // multi-query, HD not a power of 2
+      {2, 3, 100, 130, 4, 2, 64, 16},   // a sliding window
+      {2, 6, 0, 16, 4, 2, 16, 0, 3},    // a left-padded prompt
+  };
+  for (const DecodeShape& s : cases) {
+    SCOPED_TRACE(s.name());
+    const int64_t C = s.NH * s.HD;
+    const size_t cache = static_cast<size_t>(s.B * s.NKV * s.Tmax * s.HD);
+    const auto qkv16 = to_bf16(randn(static_cast<size_t>(s.B * s.n * 3 * C), ++seed));
+    auto k16 = to_bf16(randn(cache, ++seed)), v16 = to_bf16(randn(cache, ++seed));
+    std::vector<int32_t> row_first(static_cast<size_t>(s.B), 0);
+    row_first[0] = s.pad0;
+    // The reference: the fp32 form over the widened values, rounded.
+    auto qkv = to_f32(qkv16), k = to_f32(k16), v = to_f32(v16);
+    std::vector<float> out32(static_cast<size_t>(s.B * s.n * C));
+    ASSERT_TRUE(
+        is_ok(host().attention_decode(out32.data(), qkv.data(), k.data(), v.data(), s.B, s.n,
+                                      s.pos, s.Tmax, s.NH, s.NKV, s.HD, s.window, row_first.data())));
+    const auto want = to_bf16(out32);
+    const auto want_k = to_bf16(k), want_v = to_bf16(v);
+    // The host's bf16 form: the same bits.
+    std::vector<BFloat16> out(out32.size()), hk = k16, hv = v16;
+    ASSERT_TRUE(is_ok(host().attention_decode_bf16(out.data(), qkv16.data(), hk.data(), hv.data(),
+                                                   s.B, s.n, s.pos, s.Tmax, s.NH, s.NKV, s.HD,
+                                                   s.window, row_first.data())));
+    EXPECT_TRUE(out == want) << "host bf16 decode is not the fp32 form rounded";
+    EXPECT_TRUE(hk == want_k && hv == want_v) << "host bf16 caches";
+    // The device under test.
+    auto dqkv = upload(qkv16);
+    auto dk = upload(k16);
+    auto dv = upload(v16);
+    auto dout = upload(to_bf16(std::vector<float>(out32.size(), kNaN)));
+    auto drow_first = upload(row_first);
+    ASSERT_TRUE(is_ok(ops().attention_decode_bf16(dout.ptr(), dqkv.ptr(), dk.ptr(), dv.ptr(), s.B,
+                                                  s.n, s.pos, s.Tmax, s.NH, s.NKV, s.HD, s.window,
+                                                  drow_first.ptr())));
+    expect_close(download(dout), want, kBf16Tol, "attention_decode_bf16 out " + s.name());
+    EXPECT_TRUE(download(dk) == want_k) << "k_cache " << s.name();
+    EXPECT_TRUE(download(dv) == want_v) << "v_cache " << s.name();
+  }
+}
+
 TEST_P(AttentionConformance, BadArgumentsAreInvalidArgument) {
   auto buf = upload(std::vector<float>(4096, 0.0f));
   auto buf16 = upload(std::vector<BFloat16>(4096));
@@ -315,6 +367,10 @@ TEST_P(AttentionConformance, BadArgumentsAreInvalidArgument) {
                  "decode NKV = 0");
   expect_invalid(ops().attention_decode(p, p, p, p, 1, 1, 0, 16, 4, 2, 8, -1, nullptr),
                  "decode window < 0");
+  expect_invalid(ops().attention_decode_bf16(p16, p16, p16, p16, 1, 2, 15, 16, 4, 2, 8, 0, nullptr),
+                 "decode_bf16 pos+n > Tmax");
+  expect_invalid(ops().attention_decode_bf16(p16, p16, p16, p16, 1, 1, 0, 16, 4, 3, 8, 0, nullptr),
+                 "decode_bf16 NKV = 3");
   // C not a multiple of NH.
   expect_invalid(ops().attention_forward(p, p, p, 1, 4, 10, 3), "forward C % NH");
   expect_invalid(ops().attention_backward(p, p, p, p, 1, 4, 10, 3), "backward C % NH");

@@ -10,7 +10,10 @@
 // positions p-window+1 .. p (Mistral's sliding window), at a cost of the
 // window's length. row_first [B] (null: 0): row b's keys start at that
 // position (a left-padded prompt); a position before it attends to nothing
-// and gets zeros. Sums run in float in position order.
+// and gets zeros. Sums run in float in position order. The bf16 form keeps
+// qkv, the caches and out in bf16 and does the same fp32 arithmetic in the
+// same order on the widened values, rounding out once: its result is the
+// fp32 form's over the widened inputs, rounded.
 //
 //   attention_decode(y, qkv, kc, vc, B, 1, pos, Tmax, NH, NKV, HD, 0, nullptr);  // one token
 //
@@ -19,12 +22,17 @@
 
 #include <cstdint>
 
+#include "core/half.h"
+
 namespace zerotrain::device::cpu {
 
 void attention_decode(float* out,        // [B,n,NH·HD]
                       const float* qkv,  // [B,n,3·NH·HD]
                       float* k_cache,    // [B,NKV,Tmax,HD], positions [pos, pos+n) written
                       float* v_cache,    // [B,NKV,Tmax,HD]
+                      int64_t B, int64_t n, int64_t pos, int64_t Tmax, int64_t NH, int64_t NKV,
+                      int64_t HD, int64_t window, const int32_t* row_first);
+void attention_decode(BFloat16* out, const BFloat16* qkv, BFloat16* k_cache, BFloat16* v_cache,
                       int64_t B, int64_t n, int64_t pos, int64_t Tmax, int64_t NH, int64_t NKV,
                       int64_t HD, int64_t window, const int32_t* row_first);
 

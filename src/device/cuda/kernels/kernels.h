@@ -131,6 +131,10 @@ Status attention_backward_lse(cudaStream_t stream, float* dqkv, const float* dou
 Status attention_decode(cudaStream_t stream, float* out, const float* qkv, float* k_cache,
                         float* v_cache, int64_t B, int64_t n, int64_t pos, int64_t Tmax, int64_t NH,
                         int64_t NKV, int64_t HD, int64_t window, const int32_t* row_first);
+Status attention_decode_bf16(cudaStream_t stream, BFloat16* out, const BFloat16* qkv,
+                             BFloat16* k_cache, BFloat16* v_cache, int64_t B, int64_t n,
+                             int64_t pos, int64_t Tmax, int64_t NH, int64_t NKV, int64_t HD,
+                             int64_t window, const int32_t* row_first);
 Status attention_forward_bf16(cudaStream_t stream, BFloat16* out, float* att, float* lse,
                               const BFloat16* qkv, int64_t B, int64_t T, int64_t C, int64_t NH,
                               const int32_t* first);
