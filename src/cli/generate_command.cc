@@ -25,7 +25,7 @@ namespace {
 struct GenerateFlags {
   Quant4Flags quant4;  // evaluate a QLoRA adapter on the 4-bit base it trained over
   const CLI::App* cmd = nullptr;
-  std::string model, tokenizer, adapter, system, chat_format = "auto";
+  std::string model, tokenizer, adapter, system, chat_format = "auto", dtype = "fp32";
   std::vector<std::string> prompts, prompt_ids, stops;  // each repeatable
   int64_t max_new_tokens = 64, max_seq = 0;
   double temperature = 1.0, top_p = 1.0, repetition_penalty = 1.0;
@@ -122,8 +122,8 @@ nlohmann::json result_json(const std::vector<int32_t>& prompt, const train::Gene
 int run_generate_batch(const GenerateFlags& f, train::InferenceModel& m,
                        const train::TextCodec& codec,
                        const std::vector<std::vector<int32_t>>& prompts,
-                       const train::GenerateOptions& o, int64_t max_seq) {
-  auto dec = m.module->make_decoder(static_cast<int64_t>(prompts.size()), max_seq);
+                       const train::GenerateOptions& o, int64_t max_seq, DType dtype) {
+  auto dec = m.module->make_decoder(static_cast<int64_t>(prompts.size()), max_seq, dtype);
   if (!dec.ok()) return generate_fail(dec.status());
   auto r = train::generate_batch(**dec, prompts, o);
   if (!r.ok()) return generate_fail(r.status());
@@ -161,6 +161,11 @@ int run_generate(const GenerateFlags& f) {
     return generate_fail(invalid_argument("--system and --chat-format need --chat"));
   if (f.chat && f.prompts.empty())
     return generate_fail(invalid_argument("--chat takes --prompt text (the user's turn)"));
+  const StatusOr<DType> dtype = parse_dtype(f.dtype);
+  if (!dtype.ok()) return generate_fail(dtype.status().with_context("--dtype"));
+  if (*dtype != DType::kFloat32 && *dtype != DType::kBFloat16)
+    return generate_fail(
+        invalid_argument("--dtype " + f.dtype + ": generation runs in fp32 or bf16"));
   auto q = quant4_options(f.cmd, f.quant4);
   if (!q.ok()) return generate_fail(q.status());
   auto m = train::load_inference_model(f.model, 1, 1, f.adapter, *q);
@@ -224,9 +229,9 @@ int run_generate(const GenerateFlags& f) {
     if (!gen_config->path.empty())
       std::cerr << "zerotrain generate: defaults from " << gen_config->path << "\n";
   }
-  if (prompts.size() > 1) return run_generate_batch(f, *m, *codec, prompts, o, max_seq);
+  if (prompts.size() > 1) return run_generate_batch(f, *m, *codec, prompts, o, max_seq, *dtype);
   prompt = &prompts.front();
-  auto dec = m->module->make_decoder(1, max_seq);
+  auto dec = m->module->make_decoder(1, max_seq, *dtype);
   if (!dec.ok()) return generate_fail(dec.status());
 
   // Streaming: print what decode(prompt + new) adds beyond decode(prompt),
@@ -301,6 +306,10 @@ Runner add_generate_command(CLI::App& app) {
                   "HF's repetition_penalty over the prompt and the new tokens (1: off)")
       ->capture_default_str();
   cmd->add_option("--max-seq", f->max_seq, "positions the KV cache holds (default: just enough)");
+  cmd->add_option("--dtype", f->dtype,
+                  "fp32, or bf16: bf16 weights (a copy; the fp32 ones stay loaded) and KV cache, "
+                  "fp32 residual stream and logits, as autocast")
+      ->capture_default_str();
   cmd->add_flag("--ignore-eos", f->ignore_eos,
                 "do not stop at the end-of-sequence tokens (the tokenizer's and "
                 "generation_config.json's eos_token_id)");

@@ -240,8 +240,9 @@ class Ops {
                                   int64_t NKV, int64_t HD, int64_t window,
                                   const int32_t* row_first) const = 0;
   // The bf16 form (bf16 weights and KV cache): qkv, the caches and out in
-  // bf16, every score, softmax and Σ p·v in fp32 as the fp32 form sums
-  // them; out rounded once. The same checks.
+  // bf16, scores, softmax and Σ p·v in fp32, the probabilities rounded to
+  // bf16 for p·v and out rounded once (attention_forward_bf16's points).
+  // The same checks.
   virtual Status attention_decode_bf16(BFloat16* out, const BFloat16* qkv, BFloat16* k_cache,
                                        BFloat16* v_cache, int64_t B, int64_t n, int64_t pos,
                                        int64_t Tmax, int64_t NH, int64_t NKV, int64_t HD,

@@ -2,13 +2,49 @@
 
 #include <algorithm>
 
+#include "device/ops.h"
+#include "model/module.h"
+
 namespace zerotrain::model {
 
 Decoder::Decoder(device::Device& device, int64_t B, int64_t Tmax, int64_t max_chunk, int64_t V,
-                 int64_t Vp)
-    : device_(device), B_(B), Tmax_(Tmax), max_chunk_(max_chunk), V_(V), Vp_(Vp) {}
+                 int64_t Vp, DType dtype)
+    : device_(device), B_(B), Tmax_(Tmax), max_chunk_(max_chunk), V_(V), Vp_(Vp), dtype_(dtype) {}
 
-Status Decoder::allocate_io() {
+Status Decoder::bind_bf16_weights(const Module& m) {
+  const auto& groups = m.layout().groups();
+  bool viewed = true;
+  size_t copy = 0;
+  for (size_t g = 0; g < groups.size(); ++g) {
+    group_offset_.push_back(groups[g].offset);
+    viewed = viewed && m.group_parameters_bf16(static_cast<int>(g)) != nullptr;
+    copy += static_cast<size_t>(groups[g].numel);
+  }
+  if (viewed) {  // a 16-bit compute copy already holds these values
+    for (size_t g = 0; g < groups.size(); ++g)
+      w16_base_.push_back(m.group_parameters_bf16(static_cast<int>(g)));
+    return ok_status();
+  }
+  ZT_ASSIGN_OR_RETURN(w16_copy_, device_.allocate(copy * sizeof(BFloat16),
+                                                  device::MemoryCategory::kParameters,
+                                                  "generation bf16 weights"));
+  BFloat16* at = w16_copy_.as<BFloat16>();
+  for (size_t g = 0; g < groups.size(); ++g) {
+    const auto n = static_cast<size_t>(groups[g].numel);
+    ZT_RETURN_IF_ERROR(device_.ops().convert(
+        ConstTensor(m.group_parameters(static_cast<int>(g)), DType::kFloat32, n, &device_),
+        Tensor(at, DType::kBFloat16, n, &device_)));
+    w16_base_.push_back(at);
+    at += n;
+  }
+  return ok_status();
+}
+
+Status Decoder::allocate_io(const Module& m) {
+  if (dtype_ != DType::kFloat32 && dtype_ != DType::kBFloat16)
+    return invalid_argument("generate: dtype " + std::string(dtype_name(dtype_)) +
+                            " is not supported (fp32 or bf16)");
+  if (dtype_ == DType::kBFloat16) ZT_RETURN_IF_ERROR(bind_bf16_weights(m));
   ZT_ASSIGN_OR_RETURN(tokens_,
                       device_.allocate(static_cast<size_t>(B_ * max_chunk_) * 4,
                                        device::MemoryCategory::kActivations, "generation tokens"));

@@ -5,6 +5,13 @@
 // the whole sequence. The family builds it (Module::make_decoder) over its
 // bound fp32 parameters, which it reads and never writes.
 //
+// In bf16 (make_decoder(..., DType::kBFloat16)) it runs as the family's
+// bf16_compute forward does (autocast's rounding points): the GEMMs read
+// bf16 weights (the module's bf16 views where bound, else one bf16 copy of
+// the parameters the decoder rounds once at construction) and bf16
+// operands, the KV cache is bf16 (half the bytes), the residual stream,
+// norms' statistics, softmax and logits stay fp32.
+//
 //   ZT_ASSIGN_OR_RETURN(auto dec, module->make_decoder(/*batch=*/1, /*max_seq=*/1024));
 //   std::vector<float> logits;                       // [B, V] after each step
 //   ZT_RETURN_IF_ERROR(dec->step(prompt.data(), prompt.size(), &logits));
@@ -17,10 +24,15 @@
 #include <span>
 #include <vector>
 
+#include "core/half.h"
 #include "core/status.h"
+#include "core/tensor.h"
 #include "device/device.h"
+#include "model/param_layout.h"
 
 namespace zerotrain::model {
+
+class Module;
 
 class Decoder {
  public:
@@ -30,6 +42,8 @@ class Decoder {
 
   int64_t batch() const { return B_; }
   int64_t max_seq() const { return Tmax_; }
+  // kFloat32 or kBFloat16: the weights the GEMMs read and the KV cache.
+  DType dtype() const { return dtype_; }
   // Tokens fed so far a row (the next token's position).
   int64_t position() const { return position_; }
   // Forgets the cache (and the row starts): the next step starts a new sequence.
@@ -50,9 +64,14 @@ class Decoder {
   // max_chunk: the most tokens a row the family's scratch takes per
   // forward (longer steps are cut into chunks).
   Decoder(device::Device& device, int64_t B, int64_t Tmax, int64_t max_chunk, int64_t V,
-          int64_t Vp);
-  // Allocates the token, logits and row-start buffers; the family calls it.
-  Status allocate_io();
+          int64_t Vp, DType dtype);
+  // Allocates the token, logits and row-start buffers, and in bf16 the
+  // bf16 weights of `m` (its views, or a copy); the family calls it.
+  Status allocate_io(const Module& m);
+  // bf16: parameter tensor t as the GEMMs read it.
+  const BFloat16* w16(const TensorInfo& t) const {
+    return w16_base_[static_cast<size_t>(t.group)] + (t.offset - group_offset_[t.group]);
+  }
   // Row b's first real cache position (0 without left padding).
   int64_t row_start(int64_t b) const { return padded_ ? row_starts_[static_cast<size_t>(b)] : 0; }
   // The row starts in device memory [B] for Ops::attention_decode; null
@@ -69,9 +88,16 @@ class Decoder {
   device::Device& device_;
   device::Buffer tokens_, logits_, row_first_, positions_;
   int64_t B_, Tmax_, max_chunk_, V_, Vp_;
+  DType dtype_;
   int64_t position_ = 0;
   std::vector<int64_t> row_starts_;
   bool padded_ = false;
+
+ private:
+  Status bind_bf16_weights(const Module& m);
+  device::Buffer w16_copy_;                 // the bf16 copy where the module has no views
+  std::vector<const BFloat16*> w16_base_;  // [group]
+  std::vector<int64_t> group_offset_;      // [group] in the flat layout
 };
 
 }  // namespace zerotrain::model

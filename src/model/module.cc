@@ -48,7 +48,7 @@ float Module::mean_loss(std::span<const float> losses, std::span<const int32_t> 
   return valid > 0 ? static_cast<float>(sum / static_cast<double>(valid)) : 0.0f;
 }
 
-StatusOr<std::unique_ptr<Decoder>> Module::make_decoder(int64_t batch, int64_t max_seq) const {
+StatusOr<std::unique_ptr<Decoder>> Module::make_decoder(int64_t, int64_t, DType) const {
   return invalid_argument("model family " + std::string(family()) + " has no generation decoder");
 }
 

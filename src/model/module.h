@@ -319,10 +319,12 @@ class Module {
   double recompute_seconds() const { return recompute_seconds_; }
 
   // Generation (model/decoder.h): a KV-cached decoder over the bound fp32
-  // parameters for `batch` rows of up to `max_seq` positions; the model must
-  // outlive it. InvalidArgument for a family without one, max_seq beyond
-  // the family's positions, or unbound parameters.
-  virtual StatusOr<std::unique_ptr<Decoder>> make_decoder(int64_t batch, int64_t max_seq) const;
+  // parameters for `batch` rows of up to `max_seq` positions, computing in
+  // `dtype` (fp32, or bf16 weights and cache); the model must outlive it.
+  // InvalidArgument for a family without one, max_seq beyond the family's
+  // positions, unbound parameters or another dtype.
+  virtual StatusOr<std::unique_ptr<Decoder>> make_decoder(
+      int64_t batch, int64_t max_seq, DType dtype = DType::kFloat32) const;
   // InvalidArgument naming `what` unless every group's parameters are bound.
   Status check_parameters_bound(const char* what) const;
 

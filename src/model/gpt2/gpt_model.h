@@ -60,7 +60,8 @@ class GptModel : public Module {
   ModelCost cost(int64_t B, int64_t T) const override;
   void init_base_range(uint64_t seed, int64_t begin, int64_t end, float* host) const override;
   bool checkpointable_stage(int s) const override { return s > 0 && s < num_groups() - 1; }
-  StatusOr<std::unique_ptr<Decoder>> make_decoder(int64_t batch, int64_t max_seq) const override;
+  StatusOr<std::unique_ptr<Decoder>> make_decoder(int64_t batch, int64_t max_seq,
+                                                  DType dtype = DType::kFloat32) const override;
   // fp32 with recompute_attention (the lse attention takes document starts).
   Status supports_packed_documents() const override;
 

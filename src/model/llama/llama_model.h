@@ -69,7 +69,8 @@ class LlamaModel : public Module {
   ModelCost cost(int64_t B, int64_t T) const override;
   void init_base_range(uint64_t seed, int64_t begin, int64_t end, float* host) const override;
   bool checkpointable_stage(int s) const override { return s > 0 && s < num_groups() - 1; }
-  StatusOr<std::unique_ptr<Decoder>> make_decoder(int64_t batch, int64_t max_seq) const override;
+  StatusOr<std::unique_ptr<Decoder>> make_decoder(int64_t batch, int64_t max_seq,
+                                                  DType dtype = DType::kFloat32) const override;
   // Every precision (the fp32 and the bf16 attention take document starts).
   Status supports_packed_documents() const override { return ok_status(); }
 

@@ -12,9 +12,13 @@ inline float widen(float x) { return x; }
 inline float widen(BFloat16 x) { return to_float(x); }
 inline void narrow(float v, float* out) { *out = v; }
 inline void narrow(float v, BFloat16* out) { *out = to_bfloat16(v); }
+// The probabilities as p·v reads them: bf16 in the bf16 form (autocast's
+// att·v, as attention_forward_bf16 rounds them), else as they are.
+inline float probability(float p, const float*) { return p; }
+inline float probability(float p, const BFloat16*) { return to_float(to_bfloat16(p)); }
 
 // One body for both element types: the arithmetic is fp32 on the widened
-// values, in the same order, so the bf16 form is the fp32 form rounded.
+// values, in the same order; the bf16 form rounds the probabilities and out.
 template <typename T>
 void decode(T* out, const T* qkv, T* k_cache, T* v_cache, int64_t B, int64_t n, int64_t pos,
             int64_t Tmax, int64_t NH, int64_t NKV, int64_t HD, int64_t window,
@@ -64,7 +68,7 @@ void decode(T* out, const T* qkv, T* k_cache, T* v_cache, int64_t B, int64_t n, 
               sum += w[t];
             }
             for (int64_t t = lo; t <= last; ++t) {
-              const float p = w[t] / sum;
+              const float p = probability(w[t] / sum, v);
               for (int64_t d = 0; d < HD; ++d) y[d] += p * widen(v[t * HD + d]);
             }
           }

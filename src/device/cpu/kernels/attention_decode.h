@@ -12,8 +12,9 @@
 // position (a left-padded prompt); a position before it attends to nothing
 // and gets zeros. Sums run in float in position order. The bf16 form keeps
 // qkv, the caches and out in bf16 and does the same fp32 arithmetic in the
-// same order on the widened values, rounding out once: its result is the
-// fp32 form's over the widened inputs, rounded.
+// same order on the widened values, with autocast's two roundings (those of
+// attention_forward_bf16): the softmax probabilities to bf16 before p·v,
+// and out once.
 //
 //   attention_decode(y, qkv, kc, vc, B, 1, pos, Tmax, NH, NKV, HD, 0, nullptr);  // one token
 //

@@ -7,7 +7,9 @@
 // Σ p·v in shared memory), and merge in warp order: no atomics, the same
 // bits on every run. Sums are fp32 as on the CPU, in another order. The
 // bf16 form (bf16 qkv, caches and out) is the same kernels on Bf16Elem:
-// loads widen exactly, out is rounded once.
+// loads widen exactly, out is rounded once, and the probabilities are
+// rounded to bf16 before p·v as the CPU rounds them (normalized), so it
+// takes two passes: the max and the sum first, then Σ bf16(p)·v.
 #include <cstring>
 #include <string>
 #include <type_traits>
@@ -74,17 +76,23 @@ __global__ void __launch_bounds__(kDecodeWarps * 32)
   for (int64_t d = lane; d < HD; d += 32) y[d] = 0.0f;
   __syncthreads();
 
-  float m = -INFINITY, l = 0.0f;
-  for (int64_t t = lo + warp; t <= last; t += kDecodeWarps) {
+  constexpr bool kRoundP = std::is_same_v<E, Bf16Elem>;
+  const auto score = [&](int64_t t) {
     float dot = 0.0f;
     for (int64_t d = lane; d < HD; d += 32) dot = fmaf(qs[d], E::load(k, t * HD + d), dot);
-    const float s = warp_sum(dot) * scale;
+    return warp_sum(dot) * scale;
+  };
+  float m = -INFINITY, l = 0.0f;
+  for (int64_t t = lo + warp; t <= last; t += kDecodeWarps) {
+    const float s = score(t);
     const float m_new = fmaxf(m, s);
     const float alpha = softmax_rescale(m, m_new);
     const float p = expf(s - m_new);
     l = l * alpha + p;
     m = m_new;
-    for (int64_t d = lane; d < HD; d += 32) y[d] = y[d] * alpha + p * E::load(v, t * HD + d);
+    if constexpr (!kRoundP) {
+      for (int64_t d = lane; d < HD; d += 32) y[d] = y[d] * alpha + p * E::load(v, t * HD + d);
+    }
   }
   if (lane == 0) {
     warp_max[warp] = m;
@@ -97,11 +105,27 @@ __global__ void __launch_bounds__(kDecodeWarps * 32)
   float L = 0.0f;
   for (int w = 0; w < kDecodeWarps; ++w) L += warp_sum_p[w] * softmax_rescale(warp_max[w], M);
   T* o = out + (b * n + i) * C + h * HD;
-  for (int64_t d = threadIdx.x; d < HD; d += blockDim.x) {
-    float acc = 0.0f;
-    for (int w = 0; w < kDecodeWarps; ++w)
-      acc += smem[HD + w * HD + d] * softmax_rescale(warp_max[w], M);
-    E::store(o, d, L > 0.0f ? acc / L : 0.0f);  // a left pad saw no key (L 0 or NaN): zeros
+  if constexpr (kRoundP) {
+    // The second pass: each warp's Σ bf16(exp(s - M) / L)·v, summed in warp order.
+    if (L > 0.0f) {
+      for (int64_t t = lo + warp; t <= last; t += kDecodeWarps) {
+        const float p = round_bf16(expf(score(t) - M) / L);
+        for (int64_t d = lane; d < HD; d += 32) y[d] += p * E::load(v, t * HD + d);
+      }
+    }
+    __syncthreads();
+    for (int64_t d = threadIdx.x; d < HD; d += blockDim.x) {
+      float acc = 0.0f;
+      for (int w = 0; w < kDecodeWarps; ++w) acc += smem[HD + w * HD + d];
+      E::store(o, d, L > 0.0f ? acc : 0.0f);  // a left pad saw no key: zeros
+    }
+  } else {
+    for (int64_t d = threadIdx.x; d < HD; d += blockDim.x) {
+      float acc = 0.0f;
+      for (int w = 0; w < kDecodeWarps; ++w)
+        acc += smem[HD + w * HD + d] * softmax_rescale(warp_max[w], M);
+      E::store(o, d, L > 0.0f ? acc / L : 0.0f);  // a left pad saw no key (L 0 or NaN): zeros
+    }
   }
 }
 
