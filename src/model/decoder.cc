@@ -40,11 +40,14 @@ Status Decoder::bind_bf16_weights(const Module& m) {
   return ok_status();
 }
 
-Status Decoder::allocate_io(const Module& m) {
+Status Decoder::allocate_io(const Module* m) {
   if (dtype_ != DType::kFloat32 && dtype_ != DType::kBFloat16)
     return invalid_argument("generate: dtype " + std::string(dtype_name(dtype_)) +
                             " is not supported (fp32 or bf16)");
-  if (dtype_ == DType::kBFloat16) ZT_RETURN_IF_ERROR(bind_bf16_weights(m));
+  if (dtype_ == DType::kBFloat16) {
+    if (m == nullptr) return invalid_argument("generate: a bf16 decoder needs its model's weights");
+    ZT_RETURN_IF_ERROR(bind_bf16_weights(*m));
+  }
   ZT_ASSIGN_OR_RETURN(tokens_,
                       device_.allocate(static_cast<size_t>(B_ * max_chunk_) * 4,
                                        device::MemoryCategory::kActivations, "generation tokens"));

@@ -64,10 +64,11 @@ class Decoder {
   // max_chunk: the most tokens a row the family's scratch takes per
   // forward (longer steps are cut into chunks).
   Decoder(device::Device& device, int64_t B, int64_t Tmax, int64_t max_chunk, int64_t V,
-          int64_t Vp, DType dtype);
+          int64_t Vp, DType dtype = DType::kFloat32);
   // Allocates the token, logits and row-start buffers, and in bf16 the
-  // bf16 weights of `m` (its views, or a copy); the family calls it.
-  Status allocate_io(const Module& m);
+  // bf16 weights of `m` (its views, or a copy; bf16 needs it); the family
+  // calls it.
+  Status allocate_io(const Module* m = nullptr);
   // bf16: parameter tensor t as the GEMMs read it.
   const BFloat16* w16(const TensorInfo& t) const {
     return w16_base_[static_cast<size_t>(t.group)] + (t.offset - group_offset_[t.group]);

@@ -19,7 +19,7 @@ class GptDecoder : public Decoder {
         m_(m) {}
 
   Status allocate() {
-    ZT_RETURN_IF_ERROR(allocate_io(m_));
+    ZT_RETURN_IF_ERROR(allocate_io(&m_));
     const int64_t C = m_.cfg_.n_embd, rows = B_ * max_chunk_;
     const size_t elem = dtype_size(dtype_);
     ZT_ASSIGN_OR_RETURN(

@@ -21,7 +21,7 @@ class LlamaDecoder : public Decoder {
         m_(m) {}
 
   Status allocate() {
-    ZT_RETURN_IF_ERROR(allocate_io(m_));
+    ZT_RETURN_IF_ERROR(allocate_io(&m_));
     const LlamaConfig& c = m_.cfg_;
     const int64_t C = c.hidden_size, KC = c.kv_dim(), I = c.intermediate_size;
     const int64_t rows = B_ * max_chunk_, half = c.head_dim() / 2;
