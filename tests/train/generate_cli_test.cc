@@ -128,6 +128,14 @@ TEST_F(GenerateCli, Gpt2GreedyEqualsPyTorchFromEverySource) {
   EXPECT_NE(bad.err.find(hf + "/generation_config.json: eos_token_id"), std::string::npos)
       << bad.err;
   std::filesystem::remove(hf + "/generation_config.json");
+  // --dtype: fp32 or bf16 (decoder_test checks bf16's numerics); another is
+  // refused by name before the model loads.
+  const auto fp16 = run_process(
+      {ZT_BIN, "generate", "--model", hf, "--prompt-ids", kPrompt, "--dtype", "fp16"},
+      std::chrono::seconds(60));
+  EXPECT_EQ(fp16.exit_code, 2) << fp16.err;
+  EXPECT_NE(fp16.err.find("--dtype fp16: generation runs in fp32 or bf16"), std::string::npos)
+      << fp16.err;
 }
 
 TEST_F(GenerateCli, LlamaFromAStage3CheckpointGreedyAndEvalEqualPyTorch) {
