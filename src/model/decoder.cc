@@ -16,7 +16,6 @@ Status Decoder::bind_bf16_weights(const Module& m) {
   bool viewed = true;
   size_t copy = 0;
   for (size_t g = 0; g < groups.size(); ++g) {
-    group_offset_.push_back(groups[g].offset);
     viewed = viewed && m.group_parameters_bf16(static_cast<int>(g)) != nullptr;
     copy += static_cast<size_t>(groups[g].numel);
   }
@@ -25,9 +24,9 @@ Status Decoder::bind_bf16_weights(const Module& m) {
       w16_base_.push_back(m.group_parameters_bf16(static_cast<int>(g)));
     return ok_status();
   }
-  ZT_ASSIGN_OR_RETURN(w16_copy_, device_.allocate(copy * sizeof(BFloat16),
-                                                  device::MemoryCategory::kParameters,
-                                                  "generation bf16 weights"));
+  ZT_ASSIGN_OR_RETURN(w16_copy_,
+                      device_.allocate(copy * sizeof(BFloat16), device::MemoryCategory::kParameters,
+                                       "generation bf16 weights"));
   BFloat16* at = w16_copy_.as<BFloat16>();
   for (size_t g = 0; g < groups.size(); ++g) {
     const auto n = static_cast<size_t>(groups[g].numel);
@@ -44,6 +43,10 @@ Status Decoder::allocate_io(const Module* m) {
   if (dtype_ != DType::kFloat32 && dtype_ != DType::kBFloat16)
     return invalid_argument("generate: dtype " + std::string(dtype_name(dtype_)) +
                             " is not supported (fp32 or bf16)");
+  module_ = m;
+  if (m != nullptr) {
+    for (const auto& g : m->layout().groups()) group_offset_.push_back(g.offset);
+  }
   if (dtype_ == DType::kBFloat16) {
     if (m == nullptr) return invalid_argument("generate: a bf16 decoder needs its model's weights");
     ZT_RETURN_IF_ERROR(bind_bf16_weights(*m));
@@ -61,6 +64,38 @@ Status Decoder::allocate_io(const Module* m) {
       positions_, device_.allocate(static_cast<size_t>(B_ * max_chunk_) * 4,
                                    device::MemoryCategory::kActivations, "generation positions"));
   return ok_status();
+}
+
+const float* Decoder::weight(const TensorInfo& t, const float*) const {
+  return module_->group_parameters(t.group) + (t.offset - group_offset_[t.group]);
+}
+
+Status Decoder::linear(float* out, const float* in, const TensorInfo& w, const float* bias,
+                       int64_t T, int64_t C, int64_t OC) const {
+  return device_.ops().linear_forward(out, in, weight(w, in), bias, B_, T, C, OC);
+}
+
+Status Decoder::linear(float* out, const BFloat16* in, const TensorInfo& w, const float* bias,
+                       int64_t T, int64_t C, int64_t OC) const {
+  return device_.ops().linear_forward_bf16(out, in, weight(w, in), bias, B_, T, C, OC);
+}
+
+Status Decoder::linear(BFloat16* out, const BFloat16* in, const TensorInfo& w, const float* bias,
+                       int64_t T, int64_t C, int64_t OC) const {
+  return device_.ops().linear_forward_bf16(out, in, weight(w, in), bias, B_, T, C, OC);
+}
+
+Status Decoder::attend(float* out, const float* qkv, float* k_cache, float* v_cache, int64_t n,
+                       int64_t pos, int64_t NH, int64_t NKV, int64_t HD, int64_t window) const {
+  return device_.ops().attention_decode(out, qkv, k_cache, v_cache, B_, n, pos, Tmax_, NH, NKV, HD,
+                                        window, row_first());
+}
+
+Status Decoder::attend(BFloat16* out, const BFloat16* qkv, BFloat16* k_cache, BFloat16* v_cache,
+                       int64_t n, int64_t pos, int64_t NH, int64_t NKV, int64_t HD,
+                       int64_t window) const {
+  return device_.ops().attention_decode_bf16(out, qkv, k_cache, v_cache, B_, n, pos, Tmax_, NH, NKV,
+                                             HD, window, row_first());
 }
 
 void Decoder::reset() {

@@ -63,16 +63,32 @@ class Decoder {
  protected:
   // max_chunk: the most tokens a row the family's scratch takes per
   // forward (longer steps are cut into chunks).
-  Decoder(device::Device& device, int64_t B, int64_t Tmax, int64_t max_chunk, int64_t V,
-          int64_t Vp, DType dtype = DType::kFloat32);
+  Decoder(device::Device& device, int64_t B, int64_t Tmax, int64_t max_chunk, int64_t V, int64_t Vp,
+          DType dtype = DType::kFloat32);
   // Allocates the token, logits and row-start buffers, and in bf16 the
-  // bf16 weights of `m` (its views, or a copy; bf16 needs it); the family
-  // calls it.
+  // bf16 weights of `m` (its views, or a copy); the family calls it. The
+  // weight lookups and linear() need `m`; a decoder without a module
+  // (tests) has none.
   Status allocate_io(const Module* m = nullptr);
-  // bf16: parameter tensor t as the GEMMs read it.
-  const BFloat16* w16(const TensorInfo& t) const {
+  // Parameter tensor t as a GEMM on In operands reads it: the module's
+  // fp32 weights, or for bf16 operands the bf16 ones.
+  const float* weight(const TensorInfo& t, const float*) const;
+  const BFloat16* weight(const TensorInfo& t, const BFloat16*) const {
     return w16_base_[static_cast<size_t>(t.group)] + (t.offset - group_offset_[t.group]);
   }
+  // The forward's shared ops on fp32 or bf16 operands (the *_bf16 forms):
+  // out [B, T, OC] = in [B, T, C]·Wᵀ + bias, fp32 out or (bf16 in) bf16 out;
+  // the attention of n new tokens over a layer's cache at `pos`.
+  Status linear(float* out, const float* in, const TensorInfo& w, const float* bias, int64_t T,
+                int64_t C, int64_t OC) const;
+  Status linear(float* out, const BFloat16* in, const TensorInfo& w, const float* bias, int64_t T,
+                int64_t C, int64_t OC) const;
+  Status linear(BFloat16* out, const BFloat16* in, const TensorInfo& w, const float* bias,
+                int64_t T, int64_t C, int64_t OC) const;
+  Status attend(float* out, const float* qkv, float* k_cache, float* v_cache, int64_t n,
+                int64_t pos, int64_t NH, int64_t NKV, int64_t HD, int64_t window) const;
+  Status attend(BFloat16* out, const BFloat16* qkv, BFloat16* k_cache, BFloat16* v_cache, int64_t n,
+                int64_t pos, int64_t NH, int64_t NKV, int64_t HD, int64_t window) const;
   // Row b's first real cache position (0 without left padding).
   int64_t row_start(int64_t b) const { return padded_ ? row_starts_[static_cast<size_t>(b)] : 0; }
   // The row starts in device memory [B] for Ops::attention_decode; null
@@ -96,7 +112,8 @@ class Decoder {
 
  private:
   Status bind_bf16_weights(const Module& m);
-  device::Buffer w16_copy_;                 // the bf16 copy where the module has no views
+  const Module* module_ = nullptr;
+  device::Buffer w16_copy_;                // the bf16 copy where the module has no views
   std::vector<const BFloat16*> w16_base_;  // [group]
   std::vector<int64_t> group_offset_;      // [group] in the flat layout
 };

@@ -15,8 +15,7 @@ namespace zerotrain::model::gpt2 {
 class GptDecoder : public Decoder {
  public:
   GptDecoder(const GptModel& m, int64_t B, int64_t Tmax, int64_t chunk, DType dtype)
-      : Decoder(m.device(), B, Tmax, chunk, m.cfg_.vocab_size, m.cfg_.padded_vocab, dtype),
-        m_(m) {}
+      : Decoder(m.device(), B, Tmax, chunk, m.cfg_.vocab_size, m.cfg_.padded_vocab, dtype), m_(m) {}
 
   Status allocate() {
     ZT_RETURN_IF_ERROR(allocate_io(&m_));
@@ -25,32 +24,33 @@ class GptDecoder : public Decoder {
     ZT_ASSIGN_OR_RETURN(
         cache_, device_.allocate(elem * static_cast<size_t>(2 * m_.cfg_.n_layer * B_ * Tmax_ * C),
                                  device::MemoryCategory::kActivations, "generation KV cache"));
-    // fp32: x, ln, att, proj, qkv, fch, act; bf16: x and proj fp32, the
-    // GEMM operands and outputs (ln, att, qkv, fch, act) bf16.
-    const bool f32 = dtype_ == DType::kFloat32;
-    const int64_t fp32_rows = f32 ? 4 * C + 3 * C + 8 * C : 2 * C;
-    const int64_t bf16_rows = f32 ? 0 : 2 * C + 3 * C + 8 * C;
+    // fp32: the residual stream x and proj [rows, C]; then the GEMM
+    // operands and outputs in dtype_: ln, att [rows, C], qkv [rows, 3C],
+    // fch, act [rows, 4C].
     ZT_ASSIGN_OR_RETURN(
-        scratch_, device_.allocate(static_cast<size_t>(rows * fp32_rows) * sizeof(float) +
-                                       static_cast<size_t>(rows * bf16_rows) * sizeof(BFloat16),
+        scratch_, device_.allocate(static_cast<size_t>(rows * 2 * C) * sizeof(float) +
+                                       elem * static_cast<size_t>(rows * 13 * C),
                                    device::MemoryCategory::kActivations, "generation activations"));
-    scratch16_ = reinterpret_cast<BFloat16*>(scratch_.as<float>() + rows * fp32_rows);
+    operands_ = scratch_.as<float>() + rows * 2 * C;
     return ok_status();
   }
 
  protected:
   Status forward(int64_t n, int64_t pos) override {
+    return dtype_ == DType::kFloat32 ? forward_as<float>(n, pos) : forward_as<BFloat16>(n, pos);
+  }
+
+ private:
+  // The forward on T operands (fp32, or bf16 at the bf16_compute forward's
+  // rounding points), then each row's last position through ln_f and the
+  // tied head.
+  template <typename T>
+  Status forward_as(int64_t n, int64_t pos) {
     const GptConfig& c = m_.cfg_;
-    const int64_t C = c.n_embd, NH = c.n_head, HD = C / NH, BN = B_ * n;
-    const device::Ops& o = device_.ops();
+    const int64_t C = c.n_embd, BN = B_ * n;
     const ParamLayout& lay = m_.layout();
+    const device::Ops& o = device_.ops();
     float* x = scratch_.as<float>();  // residual stream [BN, C]
-    float* ln = x + BN * C;           // [BN, C]
-    float* att = ln + BN * C;         // [BN, C]
-    float* proj = att + BN * C;       // [BN, C]
-    float* qkv = proj + BN * C;       // [BN, 3C]
-    float* fch = qkv + BN * 3 * C;    // [BN, 4C]
-    float* act = fch + BN * 4 * C;    // [BN, 4C]
     // Positions pos.. are rows pos.. of wpe; a left-padded row's count from
     // its start (its pads take row 0: nothing attends to them).
     if (row_first() == nullptr) {
@@ -70,87 +70,70 @@ class GptDecoder : public Decoder {
                                                n - pads, C, c.vocab_size));
       }
     }
-    if (dtype_ == DType::kBFloat16) return blocks_and_head_bf16(n, pos);
-    for (int64_t l = 0; l < c.n_layer; ++l) {
-      auto w = [&](int slot) { return m_.p(block_tensor(lay, l, slot)); };
-      float* kc = cache_.as<float>() + 2 * l * B_ * Tmax_ * C;
-      float* vc = kc + B_ * Tmax_ * C;
-      ZT_RETURN_IF_ERROR(
-          o.layernorm_forward(ln, nullptr, nullptr, x, w(kLn1Weight), w(kLn1Bias), B_, n, C));
-      ZT_RETURN_IF_ERROR(o.linear_forward(qkv, ln, w(kAttnWeight), w(kAttnBias), B_, n, C, 3 * C));
-      ZT_RETURN_IF_ERROR(
-          o.attention_decode(att, qkv, kc, vc, B_, n, pos, Tmax_, NH, NH, HD, 0, row_first()));
-      ZT_RETURN_IF_ERROR(
-          o.linear_forward(proj, att, w(kAttnProjWeight), w(kAttnProjBias), B_, n, C, C));
-      ZT_RETURN_IF_ERROR(o.residual_forward(x, x, proj, BN * C));
-      ZT_RETURN_IF_ERROR(
-          o.layernorm_forward(ln, nullptr, nullptr, x, w(kLn2Weight), w(kLn2Bias), B_, n, C));
-      ZT_RETURN_IF_ERROR(o.linear_forward(fch, ln, w(kFcWeight), w(kFcBias), B_, n, C, 4 * C));
-      ZT_RETURN_IF_ERROR(o.gelu_forward(act, fch, BN * 4 * C));
-      ZT_RETURN_IF_ERROR(
-          o.linear_forward(proj, act, w(kFcProjWeight), w(kFcProjBias), B_, n, 4 * C, C));
-      ZT_RETURN_IF_ERROR(o.residual_forward(x, x, proj, BN * C));
-    }
-    // Each row's last position, through ln_f and the tied head.
+    for (int64_t l = 0; l < c.n_layer; ++l) ZT_RETURN_IF_ERROR(block<T>(l, n, pos));
+    float* last = x + BN * C;  // proj's rows
     for (int64_t b = 0; b < B_; ++b) {
-      ZT_RETURN_IF_ERROR(device_.copy(att + b * C, x + (b * n + n - 1) * C, C * sizeof(float)));
+      ZT_RETURN_IF_ERROR(device_.copy(last + b * C, x + (b * n + n - 1) * C, C * sizeof(float)));
     }
-    ZT_RETURN_IF_ERROR(o.layernorm_forward(ln, nullptr, nullptr, att, m_.p(lnf_weight(lay)),
-                                           m_.p(lnf_bias(lay)), B_, 1, C));
-    return o.linear_forward(logits_.as<float>(), ln, m_.p(wte(lay)), nullptr, B_, 1, C,
-                            c.padded_vocab);
+    T* ln = static_cast<T*>(operands_);
+    ZT_RETURN_IF_ERROR(norm(ln, last, lnf_weight(lay), lnf_bias(lay), 1));
+    return linear(logits_.as<float>(), ln, wte(lay), nullptr, 1, C, c.padded_vocab);
   }
 
- private:
-  // The bf16 blocks and head (the embedding is fp32 in x already).
-  Status blocks_and_head_bf16(int64_t n, int64_t pos) {
+  template <typename T>
+  Status block(int64_t l, int64_t n, int64_t pos) {
     const GptConfig& c = m_.cfg_;
     const int64_t C = c.n_embd, NH = c.n_head, HD = C / NH, BN = B_ * n;
-    const device::Ops& o = device_.ops();
     const ParamLayout& lay = m_.layout();
-    float* x = scratch_.as<float>();  // fp32 [BN, C]
-    float* proj = x + BN * C;         // fp32 [BN, C]
-    BFloat16* ln = scratch16_;        // [BN, C]
-    BFloat16* att = ln + BN * C;      // [BN, C]
-    BFloat16* qkv = att + BN * C;     // [BN, 3C]
-    BFloat16* fch = qkv + BN * 3 * C;  // [BN, 4C]
-    BFloat16* act = fch + BN * 4 * C;  // [BN, 4C]
-    for (int64_t l = 0; l < c.n_layer; ++l) {
-      auto w = [&](int slot) { return m_.p(block_tensor(lay, l, slot)); };
-      auto w16 = [&](int slot) { return this->w16(block_tensor(lay, l, slot)); };
-      BFloat16* kc = cache_.as<BFloat16>() + 2 * l * B_ * Tmax_ * C;
-      BFloat16* vc = kc + B_ * Tmax_ * C;
-      ZT_RETURN_IF_ERROR(
-          o.layernorm_forward_bf16(ln, nullptr, nullptr, x, w(kLn1Weight), w(kLn1Bias), B_, n, C));
-      ZT_RETURN_IF_ERROR(
-          o.linear_forward_bf16(qkv, ln, w16(kAttnWeight), w(kAttnBias), B_, n, C, 3 * C));
-      ZT_RETURN_IF_ERROR(o.attention_decode_bf16(att, qkv, kc, vc, B_, n, pos, Tmax_, NH, NH, HD,
-                                                 0, row_first()));
-      ZT_RETURN_IF_ERROR(
-          o.linear_forward_bf16(proj, att, w16(kAttnProjWeight), w(kAttnProjBias), B_, n, C, C));
-      ZT_RETURN_IF_ERROR(o.residual_forward(x, x, proj, BN * C));
-      ZT_RETURN_IF_ERROR(
-          o.layernorm_forward_bf16(ln, nullptr, nullptr, x, w(kLn2Weight), w(kLn2Bias), B_, n, C));
-      ZT_RETURN_IF_ERROR(
-          o.linear_forward_bf16(fch, ln, w16(kFcWeight), w(kFcBias), B_, n, C, 4 * C));
-      ZT_RETURN_IF_ERROR(o.gelu_forward_bf16(act, fch, BN * 4 * C));
-      ZT_RETURN_IF_ERROR(o.linear_forward_bf16(proj, act, w16(kFcProjWeight), w(kFcProjBias), B_,
-                                               n, 4 * C, C));
-      ZT_RETURN_IF_ERROR(o.residual_forward(x, x, proj, BN * C));
-    }
-    for (int64_t b = 0; b < B_; ++b) {
-      ZT_RETURN_IF_ERROR(device_.copy(proj + b * C, x + (b * n + n - 1) * C, C * sizeof(float)));
-    }
-    ZT_RETURN_IF_ERROR(o.layernorm_forward_bf16(ln, nullptr, nullptr, proj, m_.p(lnf_weight(lay)),
-                                                m_.p(lnf_bias(lay)), B_, 1, C));
-    return o.linear_forward_bf16(logits_.as<float>(), ln, w16(wte(lay)), nullptr, B_, 1, C,
-                                 c.padded_vocab);
+    float* x = scratch_.as<float>();
+    float* proj = x + BN * C;
+    T* ln = static_cast<T*>(operands_);  // [BN, C]
+    T* att = ln + BN * C;                // [BN, C]
+    T* qkv = att + BN * C;               // [BN, 3C]
+    T* fch = qkv + BN * 3 * C;           // [BN, 4C]
+    T* act = fch + BN * 4 * C;           // [BN, 4C]
+    T* kc = cache_.as<T>() + 2 * l * B_ * Tmax_ * C;
+    T* vc = kc + B_ * Tmax_ * C;
+    const auto t = [&](int slot) -> const TensorInfo& { return block_tensor(lay, l, slot); };
+    const auto lin = [&](auto* out, const T* in, int w, int b, int64_t ic, int64_t oc) {
+      return linear(out, in, t(w), m_.p(t(b)), n, ic, oc);
+    };
+    const device::Ops& o = device_.ops();
+    ZT_RETURN_IF_ERROR(norm(ln, x, t(kLn1Weight), t(kLn1Bias), n));
+    ZT_RETURN_IF_ERROR(lin(qkv, ln, kAttnWeight, kAttnBias, C, 3 * C));
+    ZT_RETURN_IF_ERROR(attend(att, qkv, kc, vc, n, pos, NH, NH, HD, 0));
+    ZT_RETURN_IF_ERROR(lin(proj, att, kAttnProjWeight, kAttnProjBias, C, C));
+    ZT_RETURN_IF_ERROR(o.residual_forward(x, x, proj, BN * C));
+    ZT_RETURN_IF_ERROR(norm(ln, x, t(kLn2Weight), t(kLn2Bias), n));
+    ZT_RETURN_IF_ERROR(lin(fch, ln, kFcWeight, kFcBias, C, 4 * C));
+    ZT_RETURN_IF_ERROR(gelu(act, fch, BN * 4 * C));
+    ZT_RETURN_IF_ERROR(lin(proj, act, kFcProjWeight, kFcProjBias, 4 * C, C));
+    return o.residual_forward(x, x, proj, BN * C);
+  }
+
+  // The family's ops on T operands: LayerNorm of fp32 rows [B, T] into T, GELU.
+  Status norm(float* out, const float* x, const TensorInfo& w, const TensorInfo& b,
+              int64_t T) const {
+    return device_.ops().layernorm_forward(out, nullptr, nullptr, x, m_.p(w), m_.p(b), B_, T,
+                                           m_.cfg_.n_embd);
+  }
+  Status norm(BFloat16* out, const float* x, const TensorInfo& w, const TensorInfo& b,
+              int64_t T) const {
+    return device_.ops().layernorm_forward_bf16(out, nullptr, nullptr, x, m_.p(w), m_.p(b), B_, T,
+                                                m_.cfg_.n_embd);
+  }
+  Status gelu(float* out, const float* in, int64_t N) const {
+    return device_.ops().gelu_forward(out, in, N);
+  }
+  Status gelu(BFloat16* out, const BFloat16* in, int64_t N) const {
+    return device_.ops().gelu_forward_bf16(out, in, N);
   }
 
   const GptModel& m_;
-  // [L][K,V][B,NH,Tmax,HD] in dtype_; the step's activations (fp32, then bf16).
+  // [L][K,V][B,NH,Tmax,HD] in dtype_; the step's activations (fp32, then
+  // the operands in dtype_ from operands_).
   device::Buffer cache_, scratch_;
-  BFloat16* scratch16_ = nullptr;
+  void* operands_ = nullptr;
 };
 
 StatusOr<std::unique_ptr<Decoder>> GptModel::make_decoder(int64_t batch, int64_t max_seq,
@@ -162,8 +145,8 @@ StatusOr<std::unique_ptr<Decoder>> GptModel::make_decoder(int64_t batch, int64_t
                             std::to_string(cfg_.seq_len) + " (n_positions)");
   }
   ZT_RETURN_IF_ERROR(check_parameters_bound("generate"));
-  auto d = std::make_unique<GptDecoder>(*this, batch, max_seq, std::min<int64_t>(max_seq, 256),
-                                        dtype);
+  auto d =
+      std::make_unique<GptDecoder>(*this, batch, max_seq, std::min<int64_t>(max_seq, 256), dtype);
   ZT_RETURN_IF_ERROR(d->allocate());
   return std::unique_ptr<Decoder>(std::move(d));
 }

@@ -17,8 +17,7 @@ namespace zerotrain::model::llama {
 class LlamaDecoder : public Decoder {
  public:
   LlamaDecoder(const LlamaModel& m, int64_t B, int64_t Tmax, int64_t chunk, DType dtype)
-      : Decoder(m.device(), B, Tmax, chunk, m.cfg_.vocab_size, m.cfg_.padded_vocab, dtype),
-        m_(m) {}
+      : Decoder(m.device(), B, Tmax, chunk, m.cfg_.vocab_size, m.cfg_.padded_vocab, dtype), m_(m) {}
 
   Status allocate() {
     ZT_RETURN_IF_ERROR(allocate_io(&m_));
@@ -30,31 +29,38 @@ class LlamaDecoder : public Decoder {
     ZT_ASSIGN_OR_RETURN(
         cache_, device_.allocate(elem * static_cast<size_t>(2 * c.num_layers * B_ * Tmax_ * KC),
                                  device::MemoryCategory::kActivations, "generation KV cache"));
-    // fp32: x, ln, att, proj, q, k, v, qkv, gate, up, act; bf16: x and proj
-    // fp32, the GEMM operands and outputs bf16.
-    const int64_t fp32_rows = dtype_ == DType::kFloat32 ? 4 * C + 2 * KC + 3 * C + 3 * I : 2 * C;
-    const int64_t bf16_rows = dtype_ == DType::kFloat32 ? 0 : 4 * C + 2 * KC + 3 * C + 3 * I;
+    // fp32: the residual stream x and proj [rows, C], the RoPE tables; then
+    // the GEMM operands and outputs in dtype_: ln, att, q [rows, C], k, v
+    // [rows, KC], qkv [rows, 3C], gate, up, act [rows, I].
     ZT_ASSIGN_OR_RETURN(
-        scratch_, device_.allocate(floats(rows * fp32_rows + 2 * Tmax_ * half) +
-                                       static_cast<size_t>(rows * bf16_rows) * sizeof(BFloat16),
+        scratch_, device_.allocate(floats(rows * 2 * C + 2 * Tmax_ * half) +
+                                       elem * static_cast<size_t>(rows * (6 * C + 2 * KC + 3 * I)),
                                    device::MemoryCategory::kActivations, "generation activations"));
     const RopeTables rope = rope_tables(c, Tmax_);
-    cos_ = scratch_.as<float>() + rows * fp32_rows;
+    cos_ = scratch_.as<float>() + rows * 2 * C;
     sin_ = cos_ + Tmax_ * half;
-    scratch16_ = reinterpret_cast<BFloat16*>(sin_ + Tmax_ * half);
+    operands_ = sin_ + Tmax_ * half;
     ZT_RETURN_IF_ERROR(device_.copy(cos_, rope.cos.data(), rope.cos.size() * sizeof(float)));
     return device_.copy(sin_, rope.sin.data(), rope.sin.size() * sizeof(float));
   }
 
  protected:
   Status forward(int64_t n, int64_t pos) override {
+    return dtype_ == DType::kFloat32 ? forward_as<float>(n, pos) : forward_as<BFloat16>(n, pos);
+  }
+
+ private:
+  // The forward on T operands (fp32, or bf16 at llama_stages_bf16.cc's
+  // rounding points): the blocks, then each row's last position through the
+  // final norm and the head.
+  template <typename T>
+  Status forward_as(int64_t n, int64_t pos) {
     const LlamaConfig& c = m_.cfg_;
     const int64_t C = c.hidden_size, BN = B_ * n;
-    const device::Ops& o = device_.ops();
     float* x = scratch_.as<float>();  // the residual stream [BN, C]
-    ZT_RETURN_IF_ERROR(o.encoder_forward(x, tokens_.as<int32_t>(),
-                                         m_.p(m_.layout().tensors().front()), nullptr, B_, n, C,
-                                         c.vocab_size));
+    ZT_RETURN_IF_ERROR(device_.ops().encoder_forward(x, tokens_.as<int32_t>(),
+                                                     m_.p(m_.layout().tensors().front()), nullptr,
+                                                     B_, n, C, c.vocab_size));
     // Left-padded rows count their RoPE positions from their start.
     const int32_t* positions = nullptr;
     if (row_first() != nullptr) {
@@ -63,129 +69,97 @@ class LlamaDecoder : public Decoder {
     const float* cos = positions ? cos_ : cos_ + pos * c.head_dim() / 2;
     const float* sin = positions ? sin_ : sin_ + pos * c.head_dim() / 2;
     for (int64_t l = 0; l < c.num_layers; ++l) {
-      ZT_RETURN_IF_ERROR(dtype_ == DType::kFloat32 ? block_f32(l, n, pos, cos, sin, positions)
-                                                   : block_bf16(l, n, pos, cos, sin, positions));
+      ZT_RETURN_IF_ERROR(block<T>(l, n, pos, cos, sin, positions));
     }
-    // Each row's last position, through the final norm and the head.
-    float* last = x + BN * C;
+    float* last = x + BN * C;  // proj's rows
     for (int64_t b = 0; b < B_; ++b) {
       ZT_RETURN_IF_ERROR(device_.copy(last + b * C, x + (b * n + n - 1) * C, C * sizeof(float)));
     }
-    const TensorInfo& norm = m_.layout().group_tensor(m_.num_groups() - 1, 0);
-    const float eps = static_cast<float>(c.rms_norm_eps);
-    if (dtype_ == DType::kBFloat16) {
-      ZT_RETURN_IF_ERROR(o.rmsnorm_forward_bf16(scratch16_, nullptr, last, m_.p(norm), B_, C, eps));
-      return o.linear_forward_bf16(logits_.as<float>(), scratch16_, w16(m_.head_weight()), nullptr,
-                                   B_, 1, C, c.padded_vocab);
-    }
-    float* ln = last + B_ * C;
-    ZT_RETURN_IF_ERROR(o.rmsnorm_forward(ln, nullptr, last, m_.p(norm), B_, C, eps));
-    return o.linear_forward(logits_.as<float>(), ln, m_.p(m_.head_weight()), nullptr, B_, 1, C,
-                            c.padded_vocab);
+    T* ln = static_cast<T*>(operands_);
+    ZT_RETURN_IF_ERROR(norm(ln, last, m_.layout().group_tensor(m_.num_groups() - 1, 0), B_));
+    return linear(logits_.as<float>(), ln, m_.head_weight(), nullptr, 1, C, c.padded_vocab);
   }
 
- private:
+  template <typename T>
+  Status block(int64_t l, int64_t n, int64_t pos, const float* cos, const float* sin,
+               const int32_t* positions) {
+    const LlamaConfig& c = m_.cfg_;
+    const int64_t C = c.hidden_size, KC = c.kv_dim(), I = c.intermediate_size, BN = B_ * n;
+    const BlockSlots& s = m_.slots_;
+    float* x = scratch_.as<float>();
+    float* proj = x + BN * C;
+    T* ln = static_cast<T*>(operands_);  // [BN, C]
+    T* att = ln + BN * C;                // [BN, C]
+    T* q = att + BN * C;                 // [BN, C]
+    T* k = q + BN * C;                   // [BN, KC]
+    T* v = k + BN * KC;                  // [BN, KC]
+    T* qkv = v + BN * KC;                // [BN, 3C], kv heads repeated
+    T* gate = qkv + BN * 3 * C;          // [BN, I]
+    T* up = gate + BN * I;
+    T* act = up + BN * I;
+    T* kc = cache_.as<T>() + 2 * l * B_ * Tmax_ * KC;
+    T* vc = kc + B_ * Tmax_ * KC;
+    const auto lin = [&](auto* out, const T* in, int w, int b, int64_t ic, int64_t oc) {
+      return linear(out, in, m_.block(l, w), bias(l, b), n, ic, oc);
+    };
+    ZT_RETURN_IF_ERROR(norm(ln, x, m_.block(l, s.input_norm), BN));
+    ZT_RETURN_IF_ERROR(lin(q, ln, s.q_weight, s.q_bias, C, C));
+    ZT_RETURN_IF_ERROR(lin(k, ln, s.k_weight, s.k_bias, C, KC));
+    ZT_RETURN_IF_ERROR(lin(v, ln, s.v_weight, s.v_bias, C, KC));
+    ZT_RETURN_IF_ERROR(rope(qkv, q, k, v, cos, sin, n, positions));
+    ZT_RETURN_IF_ERROR(
+        attend(att, qkv, kc, vc, n, pos, c.num_heads, c.num_kv_heads, c.head_dim(), window(l)));
+    ZT_RETURN_IF_ERROR(lin(proj, att, s.o_weight, s.o_bias, C, C));
+    ZT_RETURN_IF_ERROR(device_.ops().residual_forward(x, x, proj, BN * C));
+    ZT_RETURN_IF_ERROR(norm(ln, x, m_.block(l, s.post_norm), BN));
+    ZT_RETURN_IF_ERROR(lin(gate, ln, s.gate, -1, C, I));
+    ZT_RETURN_IF_ERROR(lin(up, ln, s.up, -1, C, I));
+    ZT_RETURN_IF_ERROR(swiglu(act, gate, up, BN * I));
+    ZT_RETURN_IF_ERROR(lin(proj, act, s.down, -1, I, C));
+    return device_.ops().residual_forward(x, x, proj, BN * C);
+  }
+
+  // The family's ops on T operands: RMSNorm of fp32 rows into T, RoPE with
+  // grouped-query packing, SwiGLU.
+  Status norm(float* out, const float* x, const TensorInfo& w, int64_t rows) const {
+    return device_.ops().rmsnorm_forward(out, nullptr, x, m_.p(w), rows, m_.cfg_.hidden_size,
+                                         static_cast<float>(m_.cfg_.rms_norm_eps));
+  }
+  Status norm(BFloat16* out, const float* x, const TensorInfo& w, int64_t rows) const {
+    return device_.ops().rmsnorm_forward_bf16(out, nullptr, x, m_.p(w), rows, m_.cfg_.hidden_size,
+                                              static_cast<float>(m_.cfg_.rms_norm_eps));
+  }
+  Status rope(float* qkv, const float* q, const float* k, const float* v, const float* cos,
+              const float* sin, int64_t n, const int32_t* positions) const {
+    const LlamaConfig& c = m_.cfg_;
+    return device_.ops().rope_pack_qkv(qkv, q, k, v, cos, sin, B_, n, c.num_heads, c.num_kv_heads,
+                                       c.head_dim(), positions);
+  }
+  Status rope(BFloat16* qkv, const BFloat16* q, const BFloat16* k, const BFloat16* v,
+              const float* cos, const float* sin, int64_t n, const int32_t* positions) const {
+    const LlamaConfig& c = m_.cfg_;
+    return device_.ops().rope_pack_qkv_bf16(qkv, q, k, v, cos, sin, B_, n, c.num_heads,
+                                            c.num_kv_heads, c.head_dim(), positions);
+  }
+  Status swiglu(float* out, const float* gate, const float* up, int64_t N) const {
+    return device_.ops().swiglu_forward(out, gate, up, N);
+  }
+  Status swiglu(BFloat16* out, const BFloat16* gate, const BFloat16* up, int64_t N) const {
+    return device_.ops().swiglu_forward_bf16(out, gate, up, N);
+  }
   const float* bias(int64_t l, int slot) const {
     const TensorInfo* b = m_.block_bias(l, slot);
     return b ? m_.p(*b) : nullptr;
   }
   int64_t window(int64_t l) const { return m_.cfg_.windowed(l) ? m_.cfg_.sliding_window : 0; }
 
-  Status block_f32(int64_t l, int64_t n, int64_t pos, const float* cos, const float* sin,
-                   const int32_t* positions) {
-    const LlamaConfig& c = m_.cfg_;
-    const int64_t C = c.hidden_size, KC = c.kv_dim(), I = c.intermediate_size, BN = B_ * n;
-    const float eps = static_cast<float>(c.rms_norm_eps);
-    const device::Ops& o = device_.ops();
-    const BlockSlots& s = m_.slots_;
-    float* x = scratch_.as<float>();
-    float* ln = x + BN * C;
-    float* att = ln + BN * C;
-    float* proj = att + BN * C;
-    float* q = proj + BN * C;        // [BN, C]
-    float* k = q + BN * C;           // [BN, KC]
-    float* v = k + BN * KC;          // [BN, KC]
-    float* qkv = v + BN * KC;        // [BN, 3C], kv heads repeated
-    float* gate = qkv + BN * 3 * C;  // [BN, I]
-    float* up = gate + BN * I;
-    float* act = up + BN * I;
-    float* kc = cache_.as<float>() + 2 * l * B_ * Tmax_ * KC;
-    float* vc = kc + B_ * Tmax_ * KC;
-    const auto linear = [&](float* out, const float* in, int w, int b, int64_t ic, int64_t oc) {
-      return o.linear_forward(out, in, m_.p(m_.block(l, w)), bias(l, b), B_, n, ic, oc);
-    };
-    ZT_RETURN_IF_ERROR(
-        o.rmsnorm_forward(ln, nullptr, x, m_.p(m_.block(l, s.input_norm)), BN, C, eps));
-    ZT_RETURN_IF_ERROR(linear(q, ln, s.q_weight, s.q_bias, C, C));
-    ZT_RETURN_IF_ERROR(linear(k, ln, s.k_weight, s.k_bias, C, KC));
-    ZT_RETURN_IF_ERROR(linear(v, ln, s.v_weight, s.v_bias, C, KC));
-    ZT_RETURN_IF_ERROR(o.rope_pack_qkv(qkv, q, k, v, cos, sin, B_, n, c.num_heads, c.num_kv_heads,
-                                       c.head_dim(), positions));
-    ZT_RETURN_IF_ERROR(o.attention_decode(att, qkv, kc, vc, B_, n, pos, Tmax_, c.num_heads,
-                                          c.num_kv_heads, c.head_dim(), window(l), row_first()));
-    ZT_RETURN_IF_ERROR(linear(proj, att, s.o_weight, s.o_bias, C, C));
-    ZT_RETURN_IF_ERROR(o.residual_forward(x, x, proj, BN * C));
-    ZT_RETURN_IF_ERROR(
-        o.rmsnorm_forward(ln, nullptr, x, m_.p(m_.block(l, s.post_norm)), BN, C, eps));
-    ZT_RETURN_IF_ERROR(linear(gate, ln, s.gate, -1, C, I));
-    ZT_RETURN_IF_ERROR(linear(up, ln, s.up, -1, C, I));
-    ZT_RETURN_IF_ERROR(o.swiglu_forward(act, gate, up, BN * I));
-    ZT_RETURN_IF_ERROR(linear(proj, act, s.down, -1, I, C));
-    return o.residual_forward(x, x, proj, BN * C);
-  }
-
-  // llama_stages_bf16.cc's forward_block_bf16 over the cache.
-  Status block_bf16(int64_t l, int64_t n, int64_t pos, const float* cos, const float* sin,
-                    const int32_t* positions) {
-    const LlamaConfig& c = m_.cfg_;
-    const int64_t C = c.hidden_size, KC = c.kv_dim(), I = c.intermediate_size, BN = B_ * n;
-    const float eps = static_cast<float>(c.rms_norm_eps);
-    const device::Ops& o = device_.ops();
-    const BlockSlots& s = m_.slots_;
-    float* x = scratch_.as<float>();
-    float* proj = x + BN * C;              // fp32 [BN, C]
-    BFloat16* ln = scratch16_;             // [BN, C]
-    BFloat16* att = ln + BN * C;           // [BN, C]
-    BFloat16* q = att + BN * C;            // [BN, C]
-    BFloat16* k = q + BN * C;              // [BN, KC]
-    BFloat16* v = k + BN * KC;             // [BN, KC]
-    BFloat16* qkv = v + BN * KC;           // [BN, 3C]
-    BFloat16* gate = qkv + BN * 3 * C;     // [BN, I]
-    BFloat16* up = gate + BN * I;
-    BFloat16* act = up + BN * I;
-    BFloat16* kc = cache_.as<BFloat16>() + 2 * l * B_ * Tmax_ * KC;
-    BFloat16* vc = kc + B_ * Tmax_ * KC;
-    const auto linear = [&](auto* out, const BFloat16* in, int w, int b, int64_t ic, int64_t oc) {
-      return o.linear_forward_bf16(out, in, w16(m_.block(l, w)), bias(l, b), B_, n, ic, oc);
-    };
-    ZT_RETURN_IF_ERROR(
-        o.rmsnorm_forward_bf16(ln, nullptr, x, m_.p(m_.block(l, s.input_norm)), BN, C, eps));
-    ZT_RETURN_IF_ERROR(linear(q, ln, s.q_weight, s.q_bias, C, C));
-    ZT_RETURN_IF_ERROR(linear(k, ln, s.k_weight, s.k_bias, C, KC));
-    ZT_RETURN_IF_ERROR(linear(v, ln, s.v_weight, s.v_bias, C, KC));
-    ZT_RETURN_IF_ERROR(o.rope_pack_qkv_bf16(qkv, q, k, v, cos, sin, B_, n, c.num_heads,
-                                            c.num_kv_heads, c.head_dim(), positions));
-    ZT_RETURN_IF_ERROR(o.attention_decode_bf16(att, qkv, kc, vc, B_, n, pos, Tmax_, c.num_heads,
-                                               c.num_kv_heads, c.head_dim(), window(l),
-                                               row_first()));
-    ZT_RETURN_IF_ERROR(linear(proj, att, s.o_weight, s.o_bias, C, C));
-    ZT_RETURN_IF_ERROR(o.residual_forward(x, x, proj, BN * C));
-    ZT_RETURN_IF_ERROR(
-        o.rmsnorm_forward_bf16(ln, nullptr, x, m_.p(m_.block(l, s.post_norm)), BN, C, eps));
-    ZT_RETURN_IF_ERROR(linear(gate, ln, s.gate, -1, C, I));
-    ZT_RETURN_IF_ERROR(linear(up, ln, s.up, -1, C, I));
-    ZT_RETURN_IF_ERROR(o.swiglu_forward_bf16(act, gate, up, BN * I));
-    ZT_RETURN_IF_ERROR(linear(proj, act, s.down, -1, I, C));
-    return o.residual_forward(x, x, proj, BN * C);
-  }
-
   const LlamaModel& m_;
-  // [L][K,V][B,NKV,Tmax,HD] in dtype_; the step's activations (fp32, then
-  // the RoPE tables, then the bf16 operands).
+  // [L][K,V][B,NKV,Tmax,HD] in dtype_; the step's activations (fp32, the
+  // RoPE tables, then the operands in dtype_ from operands_).
   device::Buffer cache_, scratch_;
   float* cos_ = nullptr;
   float* sin_ = nullptr;
-  BFloat16* scratch16_ = nullptr;
+  void* operands_ = nullptr;
 };
 
 StatusOr<std::unique_ptr<Decoder>> LlamaModel::make_decoder(int64_t batch, int64_t max_seq,
@@ -198,8 +172,8 @@ StatusOr<std::unique_ptr<Decoder>> LlamaModel::make_decoder(int64_t batch, int64
                             " (max_position_embeddings)");
   }
   ZT_RETURN_IF_ERROR(check_parameters_bound("generate"));
-  auto d = std::make_unique<LlamaDecoder>(*this, batch, max_seq, std::min<int64_t>(max_seq, 256),
-                                          dtype);
+  auto d =
+      std::make_unique<LlamaDecoder>(*this, batch, max_seq, std::min<int64_t>(max_seq, 256), dtype);
   ZT_RETURN_IF_ERROR(d->allocate());
   return std::unique_ptr<Decoder>(std::move(d));
 }
