@@ -24,19 +24,30 @@ namespace {
 
 class BatchedGeneration : public ::testing::TestWithParam<const char*> {};
 
-void expect_batched_equals_alone(const char* preset, DType dtype) {
-  constexpr int64_t kNew = 12, kMaxSeq = 32;
-  auto spec = model::testing::preset_spec(preset);
-  ASSERT_TRUE(spec.ok()) << spec.status().to_string();
-  auto m = model::create_module(*spec, {.max_batch = 4, .max_seq = kMaxSeq});
-  ASSERT_TRUE(m.ok()) << m.status().to_string();
-  ASSERT_TRUE((*m)->init_parameters(7).ok());
+// The preset's model for up to 4 rows, seeded weights.
+StatusOr<std::unique_ptr<model::Module>> seeded_model(const char* preset, int64_t max_seq) {
+  ZT_ASSIGN_OR_RETURN(model::ModelSpec spec, model::testing::preset_spec(preset));
+  ZT_ASSIGN_OR_RETURN(auto m, model::create_module(spec, {.max_batch = 4, .max_seq = max_seq}));
+  ZT_RETURN_IF_ERROR(m->init_parameters(7));
+  return m;
+}
+
+// Four prompts of lengths 3, 11, 6 and 1.
+std::vector<std::vector<int32_t>> ragged_prompts() {
   std::mt19937 gen(3);
   std::vector<std::vector<int32_t>> prompts;
   for (size_t len : {3, 11, 6, 1}) {
     prompts.emplace_back(len);
     for (int32_t& t : prompts.back()) t = static_cast<int32_t>(gen() % 200);
   }
+  return prompts;
+}
+
+void expect_batched_equals_alone(const char* preset, DType dtype) {
+  constexpr int64_t kNew = 12, kMaxSeq = 32;
+  auto m = seeded_model(preset, kMaxSeq);
+  ASSERT_TRUE(m.ok()) << m.status().to_string();
+  const std::vector<std::vector<int32_t>> prompts = ragged_prompts();
   auto one = (*m)->make_decoder(1, kMaxSeq, dtype);
   ASSERT_TRUE(one.ok()) << one.status().to_string();
   auto many = (*m)->make_decoder(static_cast<int64_t>(prompts.size()), kMaxSeq, dtype);
@@ -97,17 +108,9 @@ TEST_P(BatchedGeneration, EqualsOnePromptAtATimeTokenForToken) {
 // bf16 tolerance of the row alone (and within fp32 tolerance in fp32).
 TEST_P(BatchedGeneration, Bf16RowsDecodeAsAlone) {
   constexpr int64_t kMaxSeq = 32, kSteps = 8;
-  auto spec = model::testing::preset_spec(GetParam());
-  ASSERT_TRUE(spec.ok()) << spec.status().to_string();
-  auto m = model::create_module(*spec, {.max_batch = 4, .max_seq = kMaxSeq});
+  auto m = seeded_model(GetParam(), kMaxSeq);
   ASSERT_TRUE(m.ok()) << m.status().to_string();
-  ASSERT_TRUE((*m)->init_parameters(7).ok());
-  std::mt19937 gen(3);
-  std::vector<std::vector<int32_t>> prompts;
-  for (size_t len : {3, 11, 6, 1}) {
-    prompts.emplace_back(len);
-    for (int32_t& t : prompts.back()) t = static_cast<int32_t>(gen() % 200);
-  }
+  const std::vector<std::vector<int32_t>> prompts = ragged_prompts();
   const auto B = static_cast<int64_t>(prompts.size());
   const int64_t L = 11;
   for (const DType dtype : {DType::kFloat32, DType::kBFloat16}) {
