@@ -5,8 +5,8 @@
 // strategy, or a fake in tests).
 //
 // The trace is one micro-step: forward stages 0..G-1, then backward stages
-// G-1..0, each step naming the groups it reads (GptModel::param_groups_read:
-// the head step also reads group 0, the tied wte; the encoder's backward
+// G-1..0, each step naming the groups it reads (Module::param_groups_read:
+// a tied head step also reads group 0, the embedding; the encoder's backward
 // reads none). For step i:
 //   before_step(i): every group step i reads is gathered (started if not
 //     yet, then finished); then, if stage3_prefetch_bucket_size > 0, the
